@@ -1,0 +1,94 @@
+// Package cli gives every command the same flag conventions: each flag has an
+// environment-variable equivalent (PREFIX_FLAG_NAME, upper case, dashes to
+// underscores), a command-line value wins over the environment, and --help
+// lists both.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// EnvPrefix is prepended to every environment variable name.
+const EnvPrefix = "MIMLSTREAM"
+
+// EnvName returns the environment variable that sets the named flag.
+func EnvName(cmd, flagName string) string {
+	n := strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	if cmd != "" {
+		return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(cmd, "-", "_")) + "_" + n
+	}
+	return EnvPrefix + "_" + n
+}
+
+// NewFlagSet returns a flag set whose usage text lists the environment
+// variable of each flag. cmd names the command in the variables (empty for
+// variables shared by all commands is not supported: names must be unique).
+func NewFlagSet(cmd, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "%s\n\nFlags (each also settable by the environment variable shown):\n", synopsis)
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(out, "  --%s", f.Name)
+			if name != "" {
+				fmt.Fprintf(out, " %s", name)
+			}
+			fmt.Fprintf(out, "\n    \t%s", strings.ReplaceAll(usage, "\n", "\n    \t"))
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+				fmt.Fprintf(out, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintf(out, "\n    \t[$%s]\n", EnvName(cmd, f.Name))
+		})
+	}
+	return fs
+}
+
+// Parse parses args, then fills every flag not given on the command line from
+// its environment variable. It returns flag.ErrHelp for -h/--help, after
+// printing usage, so callers can exit 0.
+func Parse(fs *flag.FlagSet, args []string) error {
+	return parse(fs, args, os.LookupEnv)
+}
+
+func parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		env := EnvName(fs.Name(), f.Name)
+		if v, ok := lookup(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("$%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// StringList is a repeatable string flag; from the environment it takes a
+// comma-separated list.
+type StringList []string
+
+func (s *StringList) String() string { return strings.Join(*s, ",") }
+
+// Set appends a value (or several, comma-separated).
+func (s *StringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,10 @@
+// Package catalog assembles the registry of every model kind the product
+// ships. Commands build it once at start-up; nothing registers itself.
+package catalog
+
+import "github.com/mimlstream/mimlstream/internal/models"
+
+// New returns a registry of all model kinds.
+func New() *models.Registry {
+	return models.NewRegistry()
+}

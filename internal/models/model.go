@@ -1,0 +1,190 @@
+// Package models defines the contract between the learning algorithms (one
+// subpackage per paper) and the parts of the product that train, evaluate,
+// store and serve them. The pipeline depends only on this package; a model
+// added later plugs in by providing a Kind.
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
+
+// Mode selects how a bag is annotated.
+type Mode string
+
+const (
+	// Inductive annotation ignores any bag label: every class is a candidate.
+	Inductive Mode = "inductive"
+	// Transductive annotation restricts each instance to the classes of the
+	// known bag label set (Pham et al. 2017, eq. 27; Law et al. 2017, eq. 15).
+	Transductive Mode = "transductive"
+)
+
+// ParseMode parses "inductive" or "transductive".
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Inductive, Transductive:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want inductive or transductive)", s)
+}
+
+// Annotation is what a model says about one bag.
+type Annotation struct {
+	// InstanceLabels holds the predicted class of each instance; nil for
+	// models that only label bags (Meta.InstanceLevel false).
+	InstanceLabels []int `json:"instance_labels,omitempty"`
+	// InstanceScores[i][c] is the score of class c for instance i (a
+	// probability for probabilistic models, a decision value otherwise).
+	InstanceScores [][]float64 `json:"instance_scores,omitempty"`
+	// BagLabels is the predicted label set, ascending.
+	BagLabels []int `json:"bag_labels"`
+	// BagScores[c] ranks class c for the bag (used by the ranking metrics);
+	// higher means more likely present.
+	BagScores []float64 `json:"bag_scores"`
+}
+
+// Meta describes a trained model independently of its parameters.
+type Meta struct {
+	Kind    string   `json:"kind"`
+	Classes []string `json:"classes"`
+	Dim     int      `json:"dim"`
+	// InstanceLevel is true when the model labels instances, not only bags.
+	InstanceLevel bool `json:"instance_level"`
+	// Params records the settings the model was fitted with, for provenance.
+	Params Params `json:"params,omitempty"`
+}
+
+// Model is a trained, immutable model. Annotate must be safe for concurrent use.
+type Model interface {
+	Meta() Meta
+	// Annotate labels one bag. Input the model cannot handle (wrong
+	// dimension, a label set too large for an exact algorithm) yields an
+	// error wrapping ErrBadInput, so callers can dead-letter it rather than retry.
+	Annotate(ctx context.Context, b *mil.Bag, mode Mode) (Annotation, error)
+	// MarshalState encodes the parameters as JSON; Kind.Decode reverses it.
+	MarshalState() ([]byte, error)
+}
+
+// ErrBadInput marks an error caused by the input bag, not by the model or
+// the machine: retrying will not help.
+var ErrBadInput = errors.New("bad input")
+
+// ErrLabelSetTooLarge is returned (wrapping ErrBadInput) when a bag label set
+// exceeds the limit of an algorithm that is exponential in its size.
+var ErrLabelSetTooLarge = fmt.Errorf("%w: label set too large for the exact algorithm", ErrBadInput)
+
+// FitOptions are the settings common to every trainer.
+type FitOptions struct {
+	Seed int64
+	// Params holds model-specific settings as key=value strings, so one
+	// command line (--param key=value) serves every model.
+	Params Params
+	// Warm, when non-nil, is a model of the same kind to start from.
+	Warm Model
+	// Workers bounds parallelism; <= 0 means all cores.
+	Workers int
+	// Progress, when non-nil, is called as training advances (done of total
+	// steps, in the model's own unit, e.g. EM iterations).
+	Progress func(done, total int)
+}
+
+// Kind is a model family: how to fit it and how to decode a stored one.
+type Kind struct {
+	Name        string
+	Description string
+	// InstanceLevel mirrors Meta.InstanceLevel for models of this kind.
+	InstanceLevel bool
+	Fit           func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
+	Decode        func(meta Meta, state []byte) (Model, error)
+}
+
+// Registry maps kind names to kinds. It is built explicitly by the commands
+// (see package catalog), never mutated through package-level state.
+type Registry struct {
+	kinds map[string]Kind
+}
+
+// NewRegistry returns a registry holding the given kinds.
+func NewRegistry(kinds ...Kind) *Registry {
+	r := &Registry{kinds: make(map[string]Kind, len(kinds))}
+	for _, k := range kinds {
+		r.kinds[k.Name] = k
+	}
+	return r
+}
+
+// Lookup returns the kind with the given name.
+func (r *Registry) Lookup(name string) (Kind, error) {
+	k, ok := r.kinds[name]
+	if !ok {
+		return Kind{}, fmt.Errorf("unknown model kind %q (known: %v)", name, r.Names())
+	}
+	return k, nil
+}
+
+// Names lists the registered kinds, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.kinds))
+	for n := range r.kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Params are model-specific settings. Accessors return the default when a key
+// is absent and an error when a value does not parse.
+type Params map[string]string
+
+// Float returns the float value of key, or def.
+func (p Params) Float(key string, def float64) (float64, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("param %s=%q: %w", key, s, err)
+	}
+	return v, nil
+}
+
+// Int returns the integer value of key, or def.
+func (p Params) Int(key string, def int) (int, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("param %s=%q: %w", key, s, err)
+	}
+	return v, nil
+}
+
+// Bool returns the boolean value of key, or def.
+func (p Params) Bool(key string, def bool) (bool, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("param %s=%q: %w", key, s, err)
+	}
+	return v, nil
+}
+
+// String returns the value of key, or def.
+func (p Params) String(key, def string) string {
+	if s, ok := p[key]; ok {
+		return s
+	}
+	return def
+}
