@@ -1,0 +1,121 @@
+// Package assign solves the rectangular linear assignment problem exactly:
+// given an r×c cost matrix, choose min(r, c) cells, at most one per row and
+// one per column, of least total cost. MIMLCA uses it to assign the instances
+// of a bag to the bag's candidate labels (Law et al. 2017, eq. 13).
+package assign
+
+import (
+	"fmt"
+	"math"
+)
+
+// Solve returns, for each row, the column assigned to it (-1 when the row is
+// left out because there are more rows than columns) and the total cost.
+// cost is row-major with rows*cols entries; every entry must be finite.
+//
+// It is the shortest-augmenting-path form of the Hungarian algorithm
+// (Kuhn-Munkres with potentials), O(p²q) for p = min(r,c), q = max(r,c):
+// the rectangular extension of Bourgeois and Lassalle needs nothing more
+// than running it over the smaller side.
+func Solve(cost []float64, rows, cols int) ([]int, float64, error) {
+	if rows < 0 || cols < 0 || len(cost) != rows*cols {
+		return nil, 0, fmt.Errorf("assign: cost has %d entries, want %d×%d", len(cost), rows, cols)
+	}
+	for i, v := range cost {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, 0, fmt.Errorf("assign: cost[%d,%d] = %v is not finite", i/max(cols, 1), i%max(cols, 1), v)
+		}
+	}
+	rowToCol := make([]int, rows)
+	for i := range rowToCol {
+		rowToCol[i] = -1
+	}
+	if rows == 0 || cols == 0 {
+		return rowToCol, 0, nil
+	}
+	// The core works with n "left" nodes and m >= n "right" nodes; transpose
+	// when there are more rows than columns.
+	n, m := rows, cols
+	at := func(i, j int) float64 { return cost[i*cols+j] }
+	if rows > cols {
+		n, m = cols, rows
+		at = func(i, j int) float64 { return cost[j*cols+i] }
+	}
+	leftToRight := hungarian(n, m, at)
+	total := 0.0
+	for i, j := range leftToRight {
+		if rows > cols {
+			rowToCol[j] = i
+			total += cost[j*cols+i]
+		} else {
+			rowToCol[i] = j
+			total += cost[i*cols+j]
+		}
+	}
+	return rowToCol, total, nil
+}
+
+// hungarian assigns each of the n left nodes to a distinct right node
+// (n <= m) at minimum total cost at(i, j). Indices inside are 1-based with 0
+// as the virtual source, as in the classic formulation.
+func hungarian(n, m int, at func(i, j int) float64) []int {
+	u := make([]float64, n+1) // left potentials
+	v := make([]float64, m+1) // right potentials
+	p := make([]int, m+1)     // p[j]: left node matched to right node j (0 = free)
+	way := make([]int, m+1)
+	minv := make([]float64, m+1)
+	used := make([]bool, m+1)
+	for i := 1; i <= n; i++ {
+		p[0] = i
+		j0 := 0
+		for j := range minv {
+			minv[j] = math.Inf(1)
+			used[j] = false
+		}
+		for {
+			used[j0] = true
+			i0 := p[j0]
+			delta := math.Inf(1)
+			j1 := -1
+			for j := 1; j <= m; j++ {
+				if used[j] {
+					continue
+				}
+				cur := at(i0-1, j-1) - u[i0] - v[j]
+				if cur < minv[j] {
+					minv[j] = cur
+					way[j] = j0
+				}
+				if minv[j] < delta {
+					delta = minv[j]
+					j1 = j
+				}
+			}
+			for j := 0; j <= m; j++ {
+				if used[j] {
+					u[p[j]] += delta
+					v[j] -= delta
+				} else {
+					minv[j] -= delta
+				}
+			}
+			j0 = j1
+			if p[j0] == 0 {
+				break
+			}
+		}
+		// Augment along the alternating path back to the source.
+		for j0 != 0 {
+			j1 := way[j0]
+			p[j0] = p[j1]
+			j0 = j1
+		}
+	}
+	out := make([]int, n)
+	for j := 1; j <= m; j++ {
+		if p[j] != 0 {
+			out[p[j]-1] = j - 1
+		}
+	}
+	return out
+}
