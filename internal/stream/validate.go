@@ -1,0 +1,177 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/schemas"
+)
+
+// RejectError is an input error with its dead-letter reason. Retrying the
+// message cannot succeed.
+type RejectError struct {
+	Reason Reason
+	Err    error
+}
+
+func (e *RejectError) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
+func (e *RejectError) Unwrap() error { return e.Err }
+
+func reject(r Reason, err error) *RejectError { return &RejectError{Reason: r, Err: err} }
+
+// ReasonOf classifies an error: a RejectError keeps its reason; the mil and
+// models input errors map to theirs; anything else is not an input error
+// (ok false) and must not be dead-lettered.
+func ReasonOf(err error) (Reason, bool) {
+	var re *RejectError
+	switch {
+	case err == nil:
+		return "", false
+	case errors.As(err, &re):
+		return re.Reason, true
+	case errors.Is(err, models.ErrLabelSetTooLarge):
+		return ReasonLabelSetTooLarge, true
+	case errors.Is(err, mil.ErrEmptyBag):
+		return ReasonEmptyBag, true
+	case errors.Is(err, mil.ErrDimension):
+		return ReasonDimension, true
+	case errors.Is(err, mil.ErrNonFinite):
+		return ReasonNonFinite, true
+	case errors.Is(err, mil.ErrLabelRange), errors.Is(err, mil.ErrLabelOrder), errors.Is(err, mil.ErrInstanceMeta):
+		return ReasonLabels, true
+	case errors.Is(err, models.ErrBadInput):
+		return ReasonBadInput, true
+	}
+	return "", false
+}
+
+// Validator checks raw messages against the schemas and the bag invariants.
+// It is immutable and safe for concurrent use.
+type Validator struct {
+	schemas  *schemas.Set
+	maxBytes int
+}
+
+// NewValidator compiles the embedded schemas. maxBytes <= 0 disables the
+// size limit.
+func NewValidator(maxBytes int) (*Validator, error) {
+	s, err := schemas.Compile()
+	if err != nil {
+		return nil, err
+	}
+	return &Validator{schemas: s, maxBytes: maxBytes}, nil
+}
+
+// Schemas returns the compiled schemas.
+func (v *Validator) Schemas() *schemas.Set { return v.schemas }
+
+// DecodeBag validates raw bytes as a bag message. Errors are *RejectError.
+// The checks run from the cheapest and most specific to the most general, so
+// the reason names the actual fault (an empty bag is "empty_bag", not a
+// generic schema violation; "NaN" as a string is "non_finite").
+func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
+	if v.maxBytes > 0 && len(raw) > v.maxBytes {
+		return nil, reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), v.maxBytes))
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, reject(ReasonMalformedJSON, err)
+	}
+	if err := precheck(doc); err != nil {
+		return nil, err
+	}
+	if err := v.schemas.Bag.Validate(doc); err != nil {
+		return nil, reject(ReasonSchema, flattenSchemaError(err))
+	}
+	var m BagMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		// The schema accepted it, so only a value json cannot hold remains
+		// (an integer overflowing int, say).
+		return nil, reject(ReasonSchema, err)
+	}
+	if err := m.Bag().Validate(m.Dim, len(m.Classes)); err != nil {
+		r, _ := ReasonOf(err)
+		return nil, reject(r, err)
+	}
+	if m.Labels != nil && len(m.Classes) == 0 {
+		return nil, reject(ReasonLabels, errors.New("labels without a class vocabulary"))
+	}
+	return &m, nil
+}
+
+// precheck finds the faults the schema would report vaguely: an empty bag
+// and non-finite features, whether written as strings ("NaN", "Infinity")
+// or as numbers too large for a float64 (1e999).
+func precheck(doc any) error {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	insts, ok := obj["instances"].([]any)
+	if !ok {
+		return nil
+	}
+	if len(insts) == 0 {
+		return reject(ReasonEmptyBag, mil.ErrEmptyBag)
+	}
+	for i, row := range insts {
+		vals, ok := row.([]any)
+		if !ok {
+			continue
+		}
+		for j, x := range vals {
+			var s string
+			switch t := x.(type) {
+			case json.Number:
+				s = t.String()
+			case string:
+				s = strings.TrimSpace(t)
+			default:
+				continue
+			}
+			f, err := strconv.ParseFloat(s, 64)
+			if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
+				return reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
+			}
+		}
+	}
+	return nil
+}
+
+// flattenSchemaError keeps the schema error on one line for dead-letter
+// records and logs.
+func flattenSchemaError(err error) error {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		return errors.New(strings.Join(strings.Fields(ve.Error()), " "))
+	}
+	return err
+}
+
+// ValidateAnnotation checks an annotation against its schema (used by tests
+// and by consumers that want to be strict).
+func (v *Validator) ValidateAnnotation(raw []byte) error {
+	return v.validate(v.schemas.Annotation, raw)
+}
+
+// ValidateDeadLetter checks a dead-letter record against its schema.
+func (v *Validator) ValidateDeadLetter(raw []byte) error {
+	return v.validate(v.schemas.DeadLetter, raw)
+}
+
+func (v *Validator) validate(s *jsonschema.Schema, raw []byte) error {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	return s.Validate(doc)
+}
