@@ -1,0 +1,434 @@
+package svm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrBadInput marks training input the solver cannot use (no examples,
+// ragged rows, non-finite values, non-positive C or gamma).
+var ErrBadInput = errors.New("svm: bad input")
+
+// Params are the hyper-parameters of one binary SVM.
+type Params struct {
+	// C bounds each dual variable (the box constraint); larger C penalises
+	// training errors more.
+	C float64 `json:"c"`
+	// Gamma is the RBF width: K(x, z) = exp(−Gamma ‖x − z‖²).
+	Gamma float64 `json:"gamma"`
+	// Tol is the stopping tolerance on the maximal KKT violation; 0 means 1e-3
+	// (LIBSVM's default).
+	Tol float64 `json:"tol,omitempty"`
+	// MaxIter caps SMO iterations; 0 means max(10⁷, 100n) as in LIBSVM.
+	MaxIter int `json:"max_iter,omitempty"`
+}
+
+func (p Params) validate() error {
+	if !(p.C > 0) || math.IsInf(p.C, 0) {
+		return fmt.Errorf("%w: C=%v must be positive and finite", ErrBadInput, p.C)
+	}
+	if !(p.Gamma > 0) || math.IsInf(p.Gamma, 0) {
+		return fmt.Errorf("%w: gamma=%v must be positive and finite", ErrBadInput, p.Gamma)
+	}
+	if p.Tol < 0 || p.MaxIter < 0 {
+		return fmt.Errorf("%w: negative tol or max_iter", ErrBadInput)
+	}
+	return nil
+}
+
+func (p Params) tol() float64 {
+	if p.Tol > 0 {
+		return p.Tol
+	}
+	return 1e-3
+}
+
+// Model is a trained binary SVM: f(x) = Σ_i Coef_i K(SV_i, x) + Bias, with
+// Coef_i = a_i y_i over the support vectors (a_i > 0). A model trained on one
+// class only has no support vectors and a constant decision ±1.
+type Model struct {
+	Gamma float64     `json:"gamma"`
+	SV    [][]float64 `json:"sv"`
+	Coef  []float64   `json:"coef"`
+	Bias  float64     `json:"bias"`
+}
+
+// Decision returns the signed decision value of x; positive means the
+// positive class. It is safe for concurrent use.
+func (m *Model) Decision(x []float64) float64 {
+	f := m.Bias
+	for i, sv := range m.SV {
+		f += m.Coef[i] * math.Exp(-m.Gamma*sqDist(sv, x))
+	}
+	return f
+}
+
+// Validate checks that a decoded model is usable with inputs of dimension dim.
+func (m *Model) Validate(dim int) error {
+	if len(m.SV) != len(m.Coef) {
+		return fmt.Errorf("svm model: %d support vectors but %d coefficients", len(m.SV), len(m.Coef))
+	}
+	if len(m.SV) > 0 && !(m.Gamma > 0) {
+		return fmt.Errorf("svm model: gamma %v", m.Gamma)
+	}
+	for i, sv := range m.SV {
+		if len(sv) != dim {
+			return fmt.Errorf("svm model: support vector %d has dimension %d, want %d", i, len(sv), dim)
+		}
+	}
+	return nil
+}
+
+func sqDist(a, b []float64) float64 {
+	var s float64
+	for i, v := range a {
+		d := v - b[i]
+		s += d * d
+	}
+	return s
+}
+
+// Train fits a binary SVM on rows X with labels y (true = positive class).
+func Train(ctx context.Context, X [][]float64, y []bool, p Params) (*Model, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkData(X, y); err != nil {
+		return nil, err
+	}
+	if m, ok := constantModel(y); ok {
+		return m, nil
+	}
+	sol, err := Solve(ctx, RBFGram(X, p.Gamma), y, p)
+	if err != nil {
+		return nil, err
+	}
+	return sol.model(X, y, p.Gamma), nil
+}
+
+// constantModel handles a training set with a single class, where the dual
+// forces every a_i to 0 and the bias is undefined: the model then always
+// answers that class, with margin 1.
+func constantModel(y []bool) (*Model, bool) {
+	pos := 0
+	for _, v := range y {
+		if v {
+			pos++
+		}
+	}
+	switch pos {
+	case 0:
+		return &Model{Bias: -1}, true
+	case len(y):
+		return &Model{Bias: 1}, true
+	}
+	return nil, false
+}
+
+func checkData(X [][]float64, y []bool) error {
+	if len(X) == 0 {
+		return fmt.Errorf("%w: no training examples", ErrBadInput)
+	}
+	if len(X) != len(y) {
+		return fmt.Errorf("%w: %d examples but %d labels", ErrBadInput, len(X), len(y))
+	}
+	d := len(X[0])
+	for i, x := range X {
+		if len(x) != d {
+			return fmt.Errorf("%w: example %d has dimension %d, want %d", ErrBadInput, i, len(x), d)
+		}
+		for _, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%w: example %d is not finite", ErrBadInput, i)
+			}
+		}
+	}
+	return nil
+}
+
+// Gram is a dense symmetric kernel matrix.
+type Gram struct {
+	n int
+	k []float64
+}
+
+// RBFGram computes K_ij = exp(−gamma ‖x_i − x_j‖²).
+func RBFGram(X [][]float64, gamma float64) *Gram {
+	n := len(X)
+	g := &Gram{n: n, k: make([]float64, n*n)}
+	for i := 0; i < n; i++ {
+		g.k[i*n+i] = 1
+		for j := i + 1; j < n; j++ {
+			v := math.Exp(-gamma * sqDist(X[i], X[j]))
+			g.k[i*n+j] = v
+			g.k[j*n+i] = v
+		}
+	}
+	return g
+}
+
+// NewGram wraps a row-major n×n symmetric kernel matrix (not copied).
+func NewGram(n int, k []float64) (*Gram, error) {
+	if len(k) != n*n {
+		return nil, fmt.Errorf("%w: gram of %d entries for n=%d", ErrBadInput, len(k), n)
+	}
+	return &Gram{n: n, k: k}, nil
+}
+
+// Sub returns the Gram matrix restricted to the examples idx, in that order.
+func (g *Gram) Sub(idx []int) *Gram {
+	m := len(idx)
+	s := &Gram{n: m, k: make([]float64, m*m)}
+	for a, i := range idx {
+		row := g.k[i*g.n:]
+		for b, j := range idx {
+			s.k[a*m+b] = row[j]
+		}
+	}
+	return s
+}
+
+// Len is the number of examples.
+func (g *Gram) Len() int { return g.n }
+
+// At returns K_ij.
+func (g *Gram) At(i, j int) float64 { return g.k[i*g.n+j] }
+
+func (g *Gram) row(i int) []float64 { return g.k[i*g.n : (i+1)*g.n] }
+
+// Solution is the optimum of the dual found by Solve.
+type Solution struct {
+	Alpha []float64
+	// Bias b of f(x) = Σ a_i y_i K(x_i, x) + b (LIBSVM's −rho).
+	Bias      float64
+	Iter      int
+	Converged bool
+}
+
+// Decision returns f at training example t of the Gram matrix.
+func (s Solution) Decision(g *Gram, y []bool, t int) float64 {
+	f := s.Bias
+	row := g.row(t)
+	for i, a := range s.Alpha {
+		if a != 0 {
+			f += a * sign(y[i]) * row[i]
+		}
+	}
+	return f
+}
+
+// Objective is the dual objective ½ aᵀQa − Σ a (minimised).
+func (s Solution) Objective(g *Gram, y []bool) float64 {
+	var quad, lin float64
+	for i, ai := range s.Alpha {
+		lin += ai
+		if ai == 0 {
+			continue
+		}
+		row := g.row(i)
+		for j, aj := range s.Alpha {
+			quad += ai * aj * sign(y[i]) * sign(y[j]) * row[j]
+		}
+	}
+	return quad/2 - lin
+}
+
+func (s Solution) model(X [][]float64, y []bool, gamma float64) *Model {
+	m := &Model{Gamma: gamma, Bias: s.Bias}
+	for i, a := range s.Alpha {
+		if a > 0 {
+			m.SV = append(m.SV, append([]float64(nil), X[i]...))
+			m.Coef = append(m.Coef, a*sign(y[i]))
+		}
+	}
+	return m
+}
+
+func sign(b bool) float64 {
+	if b {
+		return 1
+	}
+	return -1
+}
+
+// tau replaces a non-positive curvature (a kernel that is not strictly
+// positive definite on the pair) so the two-variable step stays finite.
+const tau = 1e-12
+
+// Solve runs SMO with second-order working-set selection on the dual of the
+// C-SVM with Gram matrix g and labels y. Only p.C, p.Tol and p.MaxIter are
+// used; the kernel is g. Both classes must be present.
+func Solve(ctx context.Context, g *Gram, y []bool, p Params) (Solution, error) {
+	n := g.n
+	if len(y) != n {
+		return Solution{}, fmt.Errorf("%w: %d labels for a %d×%d gram", ErrBadInput, len(y), n, n)
+	}
+	if _, ok := constantModel(y); ok || n < 2 {
+		return Solution{}, fmt.Errorf("%w: both classes are needed", ErrBadInput)
+	}
+	if !(p.C > 0) || math.IsInf(p.C, 0) {
+		return Solution{}, fmt.Errorf("%w: C=%v", ErrBadInput, p.C)
+	}
+	C, eps := p.C, p.tol()
+	maxIter := p.MaxIter
+	if maxIter == 0 {
+		maxIter = max(10_000_000, 100*n)
+	}
+	ys := make([]float64, n)
+	for i, v := range y {
+		ys[i] = sign(v)
+	}
+	alpha := make([]float64, n)
+	// grad = Qa − e, with a = 0 at the start.
+	grad := make([]float64, n)
+	for i := range grad {
+		grad[i] = -1
+	}
+	upper := func(t int) bool { return alpha[t] >= C }
+	lower := func(t int) bool { return alpha[t] <= 0 }
+
+	sol := Solution{Alpha: alpha}
+	for iter := 0; ; iter++ {
+		if iter%1000 == 0 {
+			if err := ctx.Err(); err != nil {
+				return Solution{}, fmt.Errorf("svm solve: %w", err)
+			}
+		}
+		if iter >= maxIter {
+			sol.Iter = iter
+			break
+		}
+		// Working set selection 2 (Fan, Chen, Lin 2005): i maximises
+		// −y_t ∇_t over I_up; j minimises the second-order decrease
+		// −b²/a among the indices violating the pair condition with i.
+		gmax, iSel := math.Inf(-1), -1
+		for t := 0; t < n; t++ {
+			if ys[t] > 0 {
+				if !upper(t) && -grad[t] >= gmax {
+					gmax, iSel = -grad[t], t
+				}
+			} else if !lower(t) && grad[t] >= gmax {
+				gmax, iSel = grad[t], t
+			}
+		}
+		gmax2, jSel, objMin := math.Inf(-1), -1, math.Inf(1)
+		if iSel >= 0 {
+			ki := g.row(iSel)
+			kii := ki[iSel]
+			for t := 0; t < n; t++ {
+				var gd float64
+				if ys[t] > 0 {
+					if lower(t) {
+						continue
+					}
+					gmax2 = max(gmax2, grad[t])
+					gd = gmax + grad[t]
+				} else {
+					if upper(t) {
+						continue
+					}
+					gmax2 = max(gmax2, -grad[t])
+					gd = gmax - grad[t]
+				}
+				if gd > 0 {
+					quad := kii + g.k[t*n+t] - 2*ki[t]
+					if quad <= 0 {
+						quad = tau
+					}
+					if obj := -gd * gd / quad; obj <= objMin {
+						objMin, jSel = obj, t
+					}
+				}
+			}
+		}
+		if iSel < 0 || jSel < 0 || gmax+gmax2 < eps {
+			sol.Iter, sol.Converged = iter, true
+			break
+		}
+		i, j := iSel, jSel
+		ki, kj := g.row(i), g.row(j)
+		oldI, oldJ := alpha[i], alpha[j]
+		quad := ki[i] + kj[j] - 2*ki[j]
+		if quad <= 0 {
+			quad = tau
+		}
+		if ys[i] != ys[j] {
+			delta := (-grad[i] - grad[j]) / quad
+			diff := alpha[i] - alpha[j]
+			alpha[i] += delta
+			alpha[j] += delta
+			if diff > 0 {
+				if alpha[j] < 0 {
+					alpha[j], alpha[i] = 0, diff
+				}
+			} else if alpha[i] < 0 {
+				alpha[i], alpha[j] = 0, -diff
+			}
+			if diff > 0 {
+				if alpha[i] > C {
+					alpha[i], alpha[j] = C, C-diff
+				}
+			} else if alpha[j] > C {
+				alpha[j], alpha[i] = C, C+diff
+			}
+		} else {
+			delta := (grad[i] - grad[j]) / quad
+			sum := alpha[i] + alpha[j]
+			alpha[i] -= delta
+			alpha[j] += delta
+			if sum > C {
+				if alpha[i] > C {
+					alpha[i], alpha[j] = C, sum-C
+				}
+			} else if alpha[j] < 0 {
+				alpha[j], alpha[i] = 0, sum
+			}
+			if sum > C {
+				if alpha[j] > C {
+					alpha[j], alpha[i] = C, sum-C
+				}
+			} else if alpha[i] < 0 {
+				alpha[i], alpha[j] = 0, sum
+			}
+		}
+		// grad_t += Q_ti Δa_i + Q_tj Δa_j with Q_ti = y_t y_i K_ti.
+		di, dj := (alpha[i]-oldI)*ys[i], (alpha[j]-oldJ)*ys[j]
+		for t := 0; t < n; t++ {
+			grad[t] += ys[t] * (ki[t]*di + kj[t]*dj)
+		}
+	}
+
+	// Bias: the mean of y_t ∇_t over free variables, which KKT makes equal;
+	// without free variables, the middle of the feasible interval.
+	ub, lb := math.Inf(1), math.Inf(-1)
+	var sumFree float64
+	nFree := 0
+	for t := 0; t < n; t++ {
+		yg := ys[t] * grad[t]
+		switch {
+		case upper(t):
+			if ys[t] < 0 {
+				ub = min(ub, yg)
+			} else {
+				lb = max(lb, yg)
+			}
+		case lower(t):
+			if ys[t] > 0 {
+				ub = min(ub, yg)
+			} else {
+				lb = max(lb, yg)
+			}
+		default:
+			nFree++
+			sumFree += yg
+		}
+	}
+	rho := (ub + lb) / 2
+	if nFree > 0 {
+		rho = sumFree / float64(nFree)
+	}
+	sol.Bias = -rho
+	return sol, nil
+}
