@@ -1,0 +1,365 @@
+package softmax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+)
+
+// chunkRows is the number of instances per unit of parallel work. It is a
+// constant, not a function of the worker count, and partial sums are reduced
+// in chunk order: the objective and gradient are bitwise identical whatever
+// the number of workers.
+const chunkRows = 128
+
+// Problem is a soft-label maximum-likelihood problem
+//
+//	f(W) = (1/N) Σ_i Σ_c T[i,c] log p(c|x_i, W) − (L2/2) Σ_c ‖w_c‖²
+//
+// (the bias is not penalised). With one-hot targets it is ordinary
+// multinomial logistic regression (Pham et al. eq. 7); with the E-step
+// posteriors as targets it is the EM surrogate g(w, w^(k)) of eq. 10.
+// A Problem is not safe for concurrent use: it owns scratch space.
+type Problem struct {
+	Classes, Dim int
+	N            int
+	// X is N × (Dim+1) row-major, the last column all ones.
+	X []float64
+	// T is N × Classes row-major, the targets; callers may rewrite it
+	// between evaluations (the EM loop does, once per E-step).
+	T       []float64
+	L2      float64
+	Workers int
+
+	partVal  []float64
+	partGrad [][]float64
+	scratch  [][]float64
+}
+
+// NewProblem copies the instances into an augmented design matrix. targets
+// may be nil (to be filled later through T); otherwise it is N × classes.
+func NewProblem(classes, dim int, x [][]float64, targets [][]float64, l2 float64, workers int) (*Problem, error) {
+	if classes <= 0 {
+		return nil, errors.New("softmax: no classes")
+	}
+	if l2 < 0 || math.IsNaN(l2) {
+		return nil, fmt.Errorf("softmax: l2 must be >= 0, got %v", l2)
+	}
+	n := len(x)
+	p := &Problem{Classes: classes, Dim: dim, N: n, L2: l2, Workers: workers,
+		X: make([]float64, n*(dim+1)), T: make([]float64, n*classes)}
+	for i, row := range x {
+		if len(row) != dim {
+			return nil, fmt.Errorf("softmax: instance %d has %d features, want %d", i, len(row), dim)
+		}
+		copy(p.X[i*(dim+1):], row)
+		p.X[i*(dim+1)+dim] = 1
+	}
+	if targets != nil {
+		if len(targets) != n {
+			return nil, fmt.Errorf("softmax: %d target rows for %d instances", len(targets), n)
+		}
+		for i, t := range targets {
+			if len(t) != classes {
+				return nil, fmt.Errorf("softmax: target row %d has %d classes, want %d", i, len(t), classes)
+			}
+			copy(p.T[i*classes:], t)
+		}
+	}
+	return p, nil
+}
+
+func (p *Problem) nParams() int { return p.Classes * (p.Dim + 1) }
+
+func (p *Problem) workers() int {
+	if p.Workers > 0 {
+		return p.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// Evaluate returns f(w) and, when grad is non-nil, writes ∇f(w) into it.
+func (p *Problem) Evaluate(w, grad []float64) float64 {
+	np := p.nParams()
+	if len(w) != np || (grad != nil && len(grad) != np) {
+		panic(fmt.Sprintf("softmax: parameter vector of %d, want %d", len(w), np))
+	}
+	if p.N == 0 {
+		if grad != nil {
+			for i := range grad {
+				grad[i] = 0
+			}
+		}
+		return p.penalty(w, grad)
+	}
+	nChunks := (p.N + chunkRows - 1) / chunkRows
+	if len(p.partVal) != nChunks {
+		p.partVal = make([]float64, nChunks)
+		p.partGrad = make([][]float64, nChunks)
+		for i := range p.partGrad {
+			p.partGrad[i] = make([]float64, np)
+		}
+	}
+	nw := min(p.workers(), nChunks)
+	if len(p.scratch) < nw {
+		p.scratch = make([][]float64, nw)
+		for i := range p.scratch {
+			p.scratch[i] = make([]float64, 2*chunkRows*p.Classes)
+		}
+	}
+	wm := mat.NewDense(p.Classes, p.Dim+1, w)
+	var wg sync.WaitGroup
+	for k := 0; k < nw; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			for j := k; j < nChunks; j += nw {
+				var g []float64
+				if grad != nil {
+					g = p.partGrad[j]
+				}
+				p.partVal[j] = p.chunk(j, wm, g, p.scratch[k])
+			}
+		}(k)
+	}
+	wg.Wait()
+	val := 0.0
+	for j := range nChunks {
+		val += p.partVal[j]
+	}
+	inv := 1 / float64(p.N)
+	val *= inv
+	if grad != nil {
+		copy(grad, p.partGrad[0])
+		for j := 1; j < nChunks; j++ {
+			floats.Add(grad, p.partGrad[j])
+		}
+		floats.Scale(inv, grad)
+	}
+	return val + p.penalty(w, grad)
+}
+
+// penalty returns −(L2/2)‖W‖² (bias excluded) and adds its gradient.
+func (p *Problem) penalty(w, grad []float64) float64 {
+	if p.L2 == 0 {
+		return 0
+	}
+	d := p.Dim
+	s := 0.0
+	for c := 0; c < p.Classes; c++ {
+		row := w[c*(d+1) : c*(d+1)+d]
+		for j, v := range row {
+			s += v * v
+			if grad != nil {
+				grad[c*(d+1)+j] -= p.L2 * v
+			}
+		}
+	}
+	return -0.5 * p.L2 * s
+}
+
+// chunk computes the unnormalised log-likelihood of chunk j and, when g is
+// non-nil, its gradient (T − P)ᵀ X.
+func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64) float64 {
+	lo := j * chunkRows
+	hi := min(p.N, lo+chunkRows)
+	rows := hi - lo
+	d1 := p.Dim + 1
+	c := p.Classes
+	xc := mat.NewDense(rows, d1, p.X[lo*d1:hi*d1])
+	z := mat.NewDense(rows, c, scratch[:rows*c])
+	z.Mul(xc, wm.T())
+	t := p.T[lo*c : hi*c]
+	val := 0.0
+	for r := 0; r < rows; r++ {
+		zr := z.RawRowView(r)
+		tr := t[r*c : (r+1)*c]
+		lse := LogSumExp(zr)
+		tsum := 0.0
+		for k, tv := range tr {
+			if tv != 0 {
+				val += tv * zr[k]
+				tsum += tv
+			}
+		}
+		val -= tsum * lse
+		if g != nil {
+			// Reuse the logits row for T − P·ΣT: the gradient of
+			// Σ_c t_c log p_c is Σ_c (t_c − p_c ΣT) x.
+			for k := range zr {
+				zr[k] = tr[k] - tsum*math.Exp(zr[k]-lse)
+			}
+		}
+	}
+	if g != nil {
+		gm := mat.NewDense(c, d1, g)
+		gm.Mul(z.T(), xc)
+	}
+	return val
+}
+
+// AscendResult reports what Ascend did.
+type AscendResult struct {
+	Steps     int
+	Value     float64 // objective at the returned parameters
+	Start     float64 // objective at the initial parameters
+	StepSize  float64 // last accepted step size, a good start for the next call
+	Converged bool
+}
+
+// Ascend runs up to maxSteps iterations of gradient ascent on f from w
+// (updated in place), choosing each step by backtracking line search (Boyd &
+// Vandenberghe §9.2: accept t when f(w+t∇f) ≥ f(w) + αt‖∇f‖², else t ← βt).
+// It stops early when the relative improvement of a step falls below tol.
+// Every accepted step increases f, which is what the generalized EM needs.
+// step is the initial trial step size (≤ 0 picks one).
+func (p *Problem) Ascend(ctx context.Context, w []float64, maxSteps int, tol, step float64) (AscendResult, error) {
+	const (
+		alpha = 1e-4
+		beta  = 0.5
+	)
+	np := p.nParams()
+	grad := make([]float64, np)
+	trial := make([]float64, np)
+	f := p.Evaluate(w, grad)
+	res := AscendResult{Start: f, Value: f}
+	if step <= 0 {
+		step = 1
+	}
+	for s := 0; s < maxSteps; s++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		gg := floats.Dot(grad, grad)
+		if gg == 0 || math.IsNaN(gg) {
+			res.Converged = true
+			break
+		}
+		// Try a larger step than last time first: the curvature changes
+		// slowly from one EM iteration to the next.
+		t := step * 2
+		var ft float64
+		accepted := false
+		for range 60 {
+			floats.AddScaledTo(trial, w, t, grad)
+			ft = p.Evaluate(trial, nil)
+			if ft >= f+alpha*t*gg {
+				accepted = true
+				break
+			}
+			t *= beta
+		}
+		if !accepted {
+			res.Converged = true
+			break
+		}
+		copy(w, trial)
+		step = t
+		prev := f
+		f = p.Evaluate(w, grad)
+		res.Steps++
+		res.Value = f
+		res.StepSize = step
+		if f-prev <= tol*math.Max(1, math.Abs(prev)) {
+			res.Converged = true
+			break
+		}
+	}
+	res.StepSize = step
+	return res, nil
+}
+
+// MaximizeLBFGS maximizes f from w (updated in place) with limited-memory
+// BFGS (Nocedal & Wright, Algorithm 7.4, memory 10) and a backtracking
+// Armijo line search, for problems solved to convergence (the supervised
+// baseline). It stops when the largest gradient component is below gradTol,
+// when an iteration no longer improves f, or after maxIter iterations.
+func (p *Problem) MaximizeLBFGS(ctx context.Context, w []float64, maxIter int, gradTol float64) (float64, error) {
+	const (
+		memory = 10
+		alpha  = 1e-4
+	)
+	np := p.nParams()
+	g := make([]float64, np) // gradient of the minimised function −f
+	f := -p.Evaluate(w, g)
+	floats.Scale(-1, g)
+	var sHist, yHist [][]float64
+	var rho []float64
+	dir := make([]float64, np)
+	trial := make([]float64, np)
+	gNew := make([]float64, np)
+	a := make([]float64, memory)
+	for it := 0; it < maxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return -f, err
+		}
+		if floats.Norm(g, math.Inf(1)) < gradTol {
+			break
+		}
+		// Two-loop recursion: dir = −H·g.
+		copy(dir, g)
+		for k := len(sHist) - 1; k >= 0; k-- {
+			a[k] = rho[k] * floats.Dot(sHist[k], dir)
+			floats.AddScaled(dir, -a[k], yHist[k])
+		}
+		if k := len(sHist) - 1; k >= 0 {
+			floats.Scale(floats.Dot(sHist[k], yHist[k])/floats.Dot(yHist[k], yHist[k]), dir)
+		}
+		for k := range sHist {
+			b := rho[k] * floats.Dot(yHist[k], dir)
+			floats.AddScaled(dir, a[k]-b, sHist[k])
+		}
+		floats.Scale(-1, dir)
+		slope := floats.Dot(g, dir)
+		if slope >= 0 { // not a descent direction: restart from steepest descent
+			sHist, yHist, rho = nil, nil, nil
+			floats.ScaleTo(dir, -1, g)
+			slope = floats.Dot(g, dir)
+		}
+		t := 1.0
+		if len(sHist) == 0 {
+			t = 1 / math.Max(1, floats.Norm(g, 2))
+		}
+		var fNew float64
+		ok := false
+		for range 50 {
+			floats.AddScaledTo(trial, w, t, dir)
+			fNew = -p.Evaluate(trial, gNew)
+			if fNew <= f+alpha*t*slope {
+				ok = true
+				break
+			}
+			t /= 2
+		}
+		if !ok {
+			break
+		}
+		floats.Scale(-1, gNew)
+		s := make([]float64, np)
+		y := make([]float64, np)
+		floats.SubTo(s, trial, w)
+		floats.SubTo(y, gNew, g)
+		copy(w, trial)
+		copy(g, gNew)
+		improved := f - fNew
+		f = fNew
+		if sy := floats.Dot(s, y); sy > 1e-12*floats.Norm(s, 2)*floats.Norm(y, 2) {
+			if len(sHist) == memory {
+				sHist, yHist, rho = sHist[1:], yHist[1:], rho[1:]
+			}
+			sHist = append(sHist, s)
+			yHist = append(yHist, y)
+			rho = append(rho, 1/sy)
+		}
+		if improved <= 1e-14*math.Max(1, math.Abs(f)) {
+			break
+		}
+	}
+	return -f, nil
+}
