@@ -1,0 +1,188 @@
+package dataset
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
+
+// maxLine bounds one line of a text format; the longest real line (a Weka
+// relational bag or a C4.5 attribute list) is a few hundred kilobytes.
+const maxLine = 64 << 20
+
+func newLineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	return sc
+}
+
+// textLoad opens path and hands it to read, prefixing errors with the path.
+func textLoad(path string, read func(r io.Reader, name string) (*mil.Dataset, error)) (*mil.Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := read(bufio.NewReaderSize(f, 1<<20), datasetName(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+// lineError reports a problem at a 1-based line.
+func lineError(line int, format string, args ...any) error {
+	return fmt.Errorf("line %d: %w: %s", line, ErrFormat, fmt.Sprintf(format, args...))
+}
+
+// parseFeature parses one finite feature value.
+func parseFeature(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("feature %q is not a number", s)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("feature %q is not finite", s)
+	}
+	return v, nil
+}
+
+// bagGrouper gathers instances into bags by name, in order of first
+// appearance, so that a file whose bags are not contiguous still loads.
+type bagGrouper struct {
+	index map[string]int
+	bags  []mil.Bag
+}
+
+// bag returns the index in g.bags of the bag called name, adding it if new.
+// Callers keep indices, not pointers: appending may move the slice.
+func (g *bagGrouper) bag(name string) int {
+	if g.index == nil {
+		g.index = make(map[string]int)
+	}
+	i, ok := g.index[name]
+	if !ok {
+		i = len(g.bags)
+		g.index[name] = i
+		g.bags = append(g.bags, mil.Bag{ID: name, Labels: []int{}})
+	}
+	return i
+}
+
+// ReadMILL reads the MILL text format, one instance per line:
+// instance_name,bag_name,label,features... where the features are either D
+// dense values or sparse 1-based index:value pairs. The label is 0/1 per
+// instance; the bag is positive when any of its instances is. dim > 0 fixes
+// the dimension of a sparse file (an index above it is an error); dim <= 0
+// takes it from the data.
+func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
+	type sparseRow struct {
+		bag, inst int // where the instance goes
+		idx       []int
+		val       []float64
+	}
+	var (
+		g      bagGrouper
+		sparse []sparseRow
+		isSp   = -1 // unknown until the first line
+		maxIdx int
+		ln     int
+	)
+	sc := newLineScanner(r)
+	for sc.Scan() {
+		ln++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if len(f) < 4 {
+			return nil, lineError(ln, "%d fields, want instance,bag,label,features...", len(f))
+		}
+		lab, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
+		if err != nil || (lab != 0 && lab != 1) {
+			return nil, lineError(ln, "label %q is not 0 or 1", f[2])
+		}
+		sp := strings.Contains(f[3], ":")
+		if isSp < 0 {
+			isSp = map[bool]int{false: 0, true: 1}[sp]
+		}
+		if sp != (isSp == 1) {
+			return nil, lineError(ln, "mixes sparse index:value and dense features")
+		}
+		bi := g.bag(strings.TrimSpace(f[1]))
+		b := &g.bags[bi]
+		if lab == 1 && len(b.Labels) == 0 {
+			b.Labels = []int{0}
+		}
+		if !sp {
+			x := make([]float64, len(f)-3)
+			for j, s := range f[3:] {
+				if x[j], err = parseFeature(s); err != nil {
+					return nil, lineError(ln, "column %d: %v", j+4, err)
+				}
+			}
+			if dim <= 0 {
+				dim = len(x)
+			}
+			if len(x) != dim {
+				return nil, lineError(ln, "%d features, want %d", len(x), dim)
+			}
+			b.Instances = append(b.Instances, x)
+			continue
+		}
+		row := sparseRow{bag: bi, inst: len(b.Instances)}
+		for j, s := range f[3:] {
+			is, vs, ok := strings.Cut(s, ":")
+			if !ok {
+				return nil, lineError(ln, "column %d: %q is not index:value", j+4, s)
+			}
+			k, err := strconv.Atoi(strings.TrimSpace(is))
+			if err != nil || k < 1 {
+				return nil, lineError(ln, "column %d: index %q is not a positive integer", j+4, is)
+			}
+			v, err := parseFeature(vs)
+			if err != nil {
+				return nil, lineError(ln, "column %d: %v", j+4, err)
+			}
+			maxIdx = max(maxIdx, k)
+			row.idx = append(row.idx, k-1)
+			row.val = append(row.val, v)
+		}
+		sparse = append(sparse, row)
+		// The instance is materialised once the dimension is known.
+		b.Instances = append(b.Instances, nil)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", ln+1, err)
+	}
+	if len(g.bags) == 0 {
+		return nil, fmt.Errorf("%w: no instances", ErrFormat)
+	}
+	if isSp == 1 {
+		if dim <= 0 {
+			dim = maxIdx
+		} else if maxIdx > dim {
+			return nil, fmt.Errorf("%w: feature index %d exceeds dimension %d", ErrFormat, maxIdx, dim)
+		}
+		for _, row := range sparse {
+			x := make([]float64, dim)
+			for k, j := range row.idx {
+				x[j] = row.val[k]
+			}
+			g.bags[row.bag].Instances[row.inst] = x
+		}
+	}
+	return &mil.Dataset{Name: name, Classes: binaryClasses(), Dim: dim, Bags: g.bags}, nil
+}
+
+// LoadMILL reads a MILL text file (see ReadMILL).
+func LoadMILL(path string) (*mil.Dataset, error) {
+	return textLoad(path, func(r io.Reader, name string) (*mil.Dataset, error) { return ReadMILL(r, name, 0) })
+}
