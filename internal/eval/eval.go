@@ -1,0 +1,402 @@
+// Package eval runs the evaluation protocols of the MIML instance annotation
+// papers on any model kind, through models.Kind.Fit and Model.Annotate only:
+//
+//   - Inductive (Pham et al. 2017, §6.2): R times k-fold cross-validation.
+//     The model is fitted on the training folds' weakly labeled bags and
+//     annotates the test bags with their bag labels (and instance labels)
+//     removed; instance accuracy and the bag measures are computed per fold.
+//   - Transductive (Pham et al. 2017, §6.2, Tables 5-6): "since bag level
+//     labels are known in both training and test phases, approaches are
+//     trained and tested on the whole dataset". The model is fitted on every
+//     bag and annotates every bag with its label set known
+//     (models.Transductive); only instance accuracy is informative, the bag
+//     measures are reported but are trivial for models that echo the known
+//     labels. Repeats refit with different seeds.
+//   - A fixed split (a dataset's own train/test partition) in either mode.
+//
+// Folds are not stratified unless Config.Stratify is set, in which case bags
+// are stratified by their exact label set (useful for binary MIL, where the
+// two strata are the positive and negative bags). Folds run one after
+// another; models parallelise internally, and the test bags of a fold are
+// annotated by Config.Workers goroutines. Results are deterministic for a
+// seed whatever the number of workers: fold splits come from the seed and the
+// repeat, each fit's seed from the seed, the repeat and the fold, and
+// predictions are scored in bag order.
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// Split is a fixed train/test partition of a dataset's bags, by index.
+type Split struct {
+	Train, Test []int
+}
+
+// Config selects the protocol.
+type Config struct {
+	Mode models.Mode
+	// Folds is k of k-fold cross-validation (inductive mode without Split).
+	Folds int
+	// Repeats is R: the cross-validation (or the transductive or split fit)
+	// is run R times with different fold splits and fit seeds. <= 0 means 1.
+	Repeats int
+	Seed    int64
+	// Stratify keeps each label set's share of bags equal across folds.
+	Stratify bool
+	// Split, when non-nil, replaces cross-validation by this partition.
+	Split *Split
+	// Params and Workers are passed to Kind.Fit; Workers also bounds the
+	// goroutines annotating test bags (<= 0 means GOMAXPROCS).
+	Params  models.Params
+	Workers int
+	// Progress, when non-nil, is called after each fit and annotation with
+	// the number of folds done and the total.
+	Progress func(done, total int)
+	Logger   *slog.Logger
+}
+
+// Stat is the mean and sample standard deviation (n-1 denominator, 0 for a
+// single value) of a measure over N folds.
+type Stat struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+	N    int     `json:"n"`
+}
+
+func newStat(xs []float64) Stat {
+	s := Stat{N: len(xs)}
+	if s.N == 0 {
+		return s
+	}
+	for _, x := range xs {
+		s.Mean += x
+	}
+	s.Mean /= float64(s.N)
+	if s.N > 1 {
+		ss := 0.0
+		for _, x := range xs {
+			ss += (x - s.Mean) * (x - s.Mean)
+		}
+		s.Std = math.Sqrt(ss / float64(s.N-1))
+	}
+	return s
+}
+
+// FoldResult is the outcome of one fit and its annotation of the test bags.
+type FoldResult struct {
+	Repeat          int                `json:"repeat"`
+	Fold            int                `json:"fold"`
+	FitSeed         int64              `json:"fit_seed"`
+	TrainBags       int                `json:"train_bags"`
+	TestBags        int                `json:"test_bags"`
+	TrainSeconds    float64            `json:"train_seconds"`
+	AnnotateSeconds float64            `json:"annotate_seconds"`
+	Metrics         map[string]float64 `json:"metrics"`
+}
+
+// Report is the outcome of a protocol run. A measure that is undefined for
+// the data or the model (no instance labels, a model without class scores)
+// is nil.
+type Report struct {
+	Model    string        `json:"model"`
+	Dataset  string        `json:"dataset"`
+	Protocol string        `json:"protocol"`
+	Mode     models.Mode   `json:"mode"`
+	Folds    int           `json:"folds"` // fits per repeat: k, or 1 for transductive and fixed splits
+	Repeats  int           `json:"repeats"`
+	Seed     int64         `json:"seed"`
+	Params   models.Params `json:"params"`
+	Stratify bool          `json:"stratified"`
+
+	Bags      int `json:"bags"`
+	Instances int `json:"instances"`
+	Classes   int `json:"classes"`
+
+	InstanceAccuracy *Stat `json:"instance_accuracy,omitempty"`
+	HammingLoss      *Stat `json:"hamming_loss,omitempty"`
+	RankingLoss      *Stat `json:"ranking_loss,omitempty"`
+	OneError         *Stat `json:"one_error,omitempty"`
+	Coverage         *Stat `json:"coverage,omitempty"`
+	AveragePrecision *Stat `json:"average_precision,omitempty"`
+	// BagAccuracy (exact match of the predicted and true label sets) is
+	// reported for binary MIL data (one class) only.
+	BagAccuracy *Stat `json:"bag_accuracy,omitempty"`
+
+	TrainSeconds     float64      `json:"train_seconds"`
+	FoldTrainSeconds []float64    `json:"fold_train_seconds"`
+	AnnotateSeconds  float64      `json:"annotate_seconds"`
+	FoldResults      []FoldResult `json:"fold_results"`
+}
+
+// Measure returns the named measure (a metrics name), or nil.
+func (r *Report) Measure(name string) *Stat {
+	switch name {
+	case metrics.InstanceAccuracy:
+		return r.InstanceAccuracy
+	case metrics.HammingLoss:
+		return r.HammingLoss
+	case metrics.RankingLoss:
+		return r.RankingLoss
+	case metrics.OneError:
+		return r.OneError
+	case metrics.Coverage:
+		return r.Coverage
+	case metrics.AveragePrecision:
+		return r.AveragePrecision
+	case metrics.BagAccuracy:
+		return r.BagAccuracy
+	}
+	return nil
+}
+
+// task is one fit: train on some bags, annotate others.
+type task struct {
+	repeat, fold int
+	train, test  []int
+}
+
+// plan lays out the fits of a run.
+func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol string, err error) {
+	n := len(data.Bags)
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	switch {
+	case cfg.Split != nil:
+		for _, idx := range [][]int{cfg.Split.Train, cfg.Split.Test} {
+			for _, i := range idx {
+				if i < 0 || i >= n {
+					return nil, 0, "", fmt.Errorf("split index %d outside the %d bags", i, n)
+				}
+			}
+		}
+		if len(cfg.Split.Train) == 0 || len(cfg.Split.Test) == 0 {
+			return nil, 0, "", errors.New("split has an empty train or test part")
+		}
+		for r := range cfg.Repeats {
+			tasks = append(tasks, task{repeat: r, train: cfg.Split.Train, test: cfg.Split.Test})
+		}
+		return tasks, 1, fmt.Sprintf("fixed split (%d train, %d test bags)", len(cfg.Split.Train), len(cfg.Split.Test)), nil
+	case cfg.Mode == models.Transductive:
+		for r := range cfg.Repeats {
+			tasks = append(tasks, task{repeat: r, train: all, test: all})
+		}
+		return tasks, 1, "transductive: fit on all bags, annotate all bags with their label sets known (Pham et al. 2017, §6.2)", nil
+	}
+	var keys []string
+	if cfg.Stratify {
+		keys = make([]string, n)
+		for i := range data.Bags {
+			keys[i] = labelSetKey(&data.Bags[i])
+		}
+	}
+	for r := range cfg.Repeats {
+		var fs [][]int
+		if cfg.Stratify {
+			fs, err = StratifiedKFold(keys, cfg.Folds, cfg.Seed, uint64(r))
+		} else {
+			fs, err = KFold(n, cfg.Folds, cfg.Seed, uint64(r))
+		}
+		if err != nil {
+			return nil, 0, "", err
+		}
+		for f, test := range fs {
+			tasks = append(tasks, task{repeat: r, fold: f, train: complement(n, test), test: test})
+		}
+	}
+	strat := ""
+	if cfg.Stratify {
+		strat = ", stratified by label set"
+	}
+	return tasks, cfg.Folds, fmt.Sprintf("inductive: %dx %d-fold cross-validation%s", cfg.Repeats, cfg.Folds, strat), nil
+}
+
+// Run evaluates a model kind on a dataset under the configured protocol.
+func Run(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config) (*Report, error) {
+	if cfg.Repeats <= 0 {
+		cfg.Repeats = 1
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = models.Inductive
+	}
+	if _, err := models.ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(data.Bags) == 0 || len(data.Classes) == 0 {
+		return nil, fmt.Errorf("dataset %q has %d bags and %d classes", data.Name, len(data.Bags), len(data.Classes))
+	}
+	tasks, folds, protocol, err := plan(data, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{
+		Model: kind.Name, Dataset: data.Name, Protocol: protocol, Mode: cfg.Mode,
+		Folds: folds, Repeats: cfg.Repeats, Seed: cfg.Seed, Params: cfg.Params, Stratify: cfg.Stratify && cfg.Split == nil && cfg.Mode == models.Inductive,
+		Bags: len(data.Bags), Instances: data.NumInstances(), Classes: len(data.Classes),
+		FoldTrainSeconds: make([]float64, 0, len(tasks)),
+	}
+	if rep.Params == nil {
+		rep.Params = models.Params{}
+	}
+	for i, t := range tasks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fr, err := runTask(ctx, kind, data, cfg, t)
+		if err != nil {
+			return nil, fmt.Errorf("%s repeat %d fold %d: %w", kind.Name, t.repeat, t.fold, err)
+		}
+		cfg.Logger.Debug("fold done", "model", kind.Name, "repeat", t.repeat, "fold", t.fold,
+			"train_seconds", fr.TrainSeconds, "metrics", fr.Metrics)
+		rep.FoldResults = append(rep.FoldResults, fr)
+		rep.FoldTrainSeconds = append(rep.FoldTrainSeconds, fr.TrainSeconds)
+		rep.TrainSeconds += fr.TrainSeconds
+		rep.AnnotateSeconds += fr.AnnotateSeconds
+		if cfg.Progress != nil {
+			cfg.Progress(i+1, len(tasks))
+		}
+	}
+	aggregate(rep, len(data.Classes) == 1)
+	return rep, nil
+}
+
+// aggregate fills the report's measures from its folds. A measure counts
+// only if every fold defines it: averaging over the folds where it happens
+// to be defined would hide a model or data problem.
+func aggregate(rep *Report, binary bool) {
+	names := []string{metrics.InstanceAccuracy, metrics.HammingLoss, metrics.RankingLoss,
+		metrics.OneError, metrics.Coverage, metrics.AveragePrecision}
+	if binary {
+		names = append(names, metrics.BagAccuracy)
+	}
+	for _, name := range names {
+		xs := make([]float64, 0, len(rep.FoldResults))
+		for _, fr := range rep.FoldResults {
+			if v, ok := fr.Metrics[name]; ok {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 || len(xs) != len(rep.FoldResults) {
+			continue
+		}
+		s := newStat(xs)
+		switch name {
+		case metrics.InstanceAccuracy:
+			rep.InstanceAccuracy = &s
+		case metrics.HammingLoss:
+			rep.HammingLoss = &s
+		case metrics.RankingLoss:
+			rep.RankingLoss = &s
+		case metrics.OneError:
+			rep.OneError = &s
+		case metrics.Coverage:
+			rep.Coverage = &s
+		case metrics.AveragePrecision:
+			rep.AveragePrecision = &s
+		case metrics.BagAccuracy:
+			rep.BagAccuracy = &s
+		}
+	}
+}
+
+func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config, t task) (FoldResult, error) {
+	fr := FoldResult{Repeat: t.repeat, Fold: t.fold, FitSeed: mixSeed(cfg.Seed, t.repeat, t.fold),
+		TrainBags: len(t.train), TestBags: len(t.test)}
+	// Training bags keep their instance labels: the weakly supervised models
+	// ignore them by contract, and the supervised upper bound (SLR) needs them.
+	train := data.Subset(t.train)
+	start := time.Now()
+	m, err := kind.Fit(ctx, train, models.FitOptions{Seed: fr.FitSeed, Params: cfg.Params, Workers: cfg.Workers})
+	if err != nil {
+		return fr, fmt.Errorf("fit: %w", err)
+	}
+	fr.TrainSeconds = time.Since(start).Seconds()
+
+	start = time.Now()
+	preds, err := annotate(ctx, m, data, t.test, cfg)
+	if err != nil {
+		return fr, err
+	}
+	fr.AnnotateSeconds = time.Since(start).Seconds()
+
+	acc := metrics.NewAccumulator(len(data.Classes))
+	for j, i := range t.test {
+		if err := acc.Add(&data.Bags[i], preds[j]); err != nil {
+			return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
+		}
+	}
+	fr.Metrics = acc.Result().Values()
+	return fr, nil
+}
+
+// annotate labels the test bags concurrently. Each query is a copy of the bag
+// without instance labels and, in inductive mode, without its label set, so
+// no model can peek at the answer.
+func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int, cfg Config) ([]metrics.Prediction, error) {
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(test))
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	preds := make([]metrics.Prediction, len(test))
+	errs := make([]error, len(test))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				b := &data.Bags[test[j]]
+				q := mil.Bag{ID: b.ID, Instances: b.Instances}
+				if cfg.Mode == models.Transductive {
+					q.Labels = b.Labels
+				}
+				a, err := m.Annotate(actx, &q, cfg.Mode)
+				if err != nil {
+					errs[j] = fmt.Errorf("annotate bag %q: %w", b.ID, err)
+					cancel()
+					continue
+				}
+				preds[j] = metrics.Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}
+			}
+		})
+	}
+feed:
+	for j := range test {
+		select {
+		case jobs <- j:
+		case <-actx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	// Report the first failing bag in bag order, not in completion order.
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return preds, nil
+}

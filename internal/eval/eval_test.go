@@ -1,0 +1,461 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+func TestKFoldPartition(t *testing.T) {
+	tests := []struct {
+		n, k int
+		seed int64
+	}{
+		{10, 2, 1}, {10, 10, 1}, {591, 10, 7}, {23, 5, -3}, {7, 3, 0},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("n=%d k=%d", tc.n, tc.k), func(t *testing.T) {
+			folds, err := KFold(tc.n, tc.k, tc.seed, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPartition(t, folds, tc.n, tc.k)
+			again, _ := KFold(tc.n, tc.k, tc.seed, 0)
+			if !reflect.DeepEqual(folds, again) {
+				t.Error("same seed and stream gave different folds")
+			}
+			if tc.n >= 20 {
+				other, _ := KFold(tc.n, tc.k, tc.seed, 1)
+				if reflect.DeepEqual(folds, other) {
+					t.Error("another stream (repeat) gave the same folds")
+				}
+				other, _ = KFold(tc.n, tc.k, tc.seed+1, 0)
+				if reflect.DeepEqual(folds, other) {
+					t.Error("another seed gave the same folds")
+				}
+			}
+		})
+	}
+	for _, k := range []int{0, 1, 11} {
+		if _, err := KFold(10, k, 1, 0); err == nil {
+			t.Errorf("KFold(10, %d) succeeded, want an error", k)
+		}
+	}
+}
+
+func checkPartition(t *testing.T, folds [][]int, n, k int) {
+	t.Helper()
+	if len(folds) != k {
+		t.Fatalf("%d folds, want %d", len(folds), k)
+	}
+	seen := make([]int, n)
+	lo, hi := n, 0
+	for _, f := range folds {
+		if !slices.IsSorted(f) {
+			t.Errorf("fold %v not sorted", f)
+		}
+		lo, hi = min(lo, len(f)), max(hi, len(f))
+		for _, i := range f {
+			seen[i]++
+		}
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("index %d is in %d folds, want 1", i, c)
+		}
+	}
+	if hi-lo > 1 {
+		t.Errorf("fold sizes range %d..%d, want a spread of at most 1", lo, hi)
+	}
+}
+
+func TestStratifiedKFold(t *testing.T) {
+	// 3 strata of uneven sizes.
+	var keys []string
+	for i := 0; i < 50; i++ {
+		switch {
+		case i%5 == 0:
+			keys = append(keys, "{0,1}")
+		case i%2 == 0:
+			keys = append(keys, "{}")
+		default:
+			keys = append(keys, "{0}")
+		}
+	}
+	for _, k := range []int{2, 3, 10} {
+		folds, err := StratifiedKFold(keys, k, 42, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPartition(t, folds, len(keys), k)
+		for _, key := range []string{"{0,1}", "{}", "{0}"} {
+			lo, hi := len(keys), 0
+			for _, f := range folds {
+				c := 0
+				for _, i := range f {
+					if keys[i] == key {
+						c++
+					}
+				}
+				lo, hi = min(lo, c), max(hi, c)
+			}
+			if hi-lo > 1 {
+				t.Errorf("k=%d stratum %s: per-fold counts range %d..%d, want a spread of at most 1", k, key, lo, hi)
+			}
+		}
+		again, _ := StratifiedKFold(keys, k, 42, 0)
+		if !reflect.DeepEqual(folds, again) {
+			t.Errorf("k=%d: not deterministic", k)
+		}
+	}
+}
+
+func TestStat(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want Stat
+	}{
+		{[]float64{1, 2, 3, 4}, Stat{Mean: 2.5, Std: math.Sqrt(5.0 / 3), N: 4}},
+		{[]float64{0.7}, Stat{Mean: 0.7, N: 1}},
+		{[]float64{2, 2, 2}, Stat{Mean: 2, N: 3}},
+		{nil, Stat{}},
+	}
+	for _, tc := range tests {
+		got := newStat(tc.xs)
+		if math.Abs(got.Mean-tc.want.Mean) > 1e-12 || math.Abs(got.Std-tc.want.Std) > 1e-12 || got.N != tc.want.N {
+			t.Errorf("newStat(%v) = %+v, want %+v", tc.xs, got, tc.want)
+		}
+	}
+}
+
+// mixedData returns n bags over 3 classes, every third one of type B. With
+// the echo model:
+//
+//	type A: labels {0,1}, instances (1,0,0) and (0,1,0), both annotated right;
+//	  bag prediction {0,1}: Hamming 0; scores (1,1,0): one-error 0,
+//	  coverage 1, ranking loss 0, average precision 1.
+//	type B: labels {2}, one instance (0,0.9,0.1) annotated 1 inductively
+//	  (wrong) and 2 transductively (right); bag prediction {1}: Hamming 2/3;
+//	  scores (0,0.9,0.1): one-error 1, coverage 1, ranking loss 1/2,
+//	  average precision 1/2.
+func mixedData(n int) (*mil.Dataset, func(i int) bool) {
+	isB := func(i int) bool { return i%3 == 2 }
+	d := &mil.Dataset{Name: "mixed", Classes: []string{"a", "b", "c"}, Dim: 3}
+	for i := 0; i < n; i++ {
+		if isB(i) {
+			d.Bags = append(d.Bags, mil.Bag{ID: fmt.Sprintf("b%d", i), Instances: [][]float64{{0, 0.9, 0.1}},
+				Labels: []int{2}, InstanceLabels: []int{2}})
+		} else {
+			d.Bags = append(d.Bags, mil.Bag{ID: fmt.Sprintf("a%d", i), Instances: [][]float64{{1, 0, 0}, {0, 1, 0}},
+				Labels: []int{0, 1}, InstanceLabels: []int{0, 1}})
+		}
+	}
+	return d, isB
+}
+
+// TestRunInductive checks the measures of every fold against the closed form
+// for its mix of A and B bags, the aggregation, and that each fit saw
+// exactly the bags outside its test fold.
+func TestRunInductive(t *testing.T) {
+	const n, k, seed = 31, 5, 11
+	data, isB := mixedData(n)
+	rec := &recorder{}
+	rep, err := Run(context.Background(), echoKind(rec, ""), data, Config{Mode: models.Inductive, Folds: k, Seed: seed, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	folds, _ := KFold(n, k, seed, 0)
+	if len(rep.FoldResults) != k || len(rep.FoldTrainSeconds) != k {
+		t.Fatalf("%d fold results, %d fold times, want %d", len(rep.FoldResults), len(rep.FoldTrainSeconds), k)
+	}
+	want := map[string][]float64{}
+	fits := rec.fits()
+	for f, test := range folds {
+		a, b := 0.0, 0.0
+		inTest := map[string]bool{}
+		for _, i := range test {
+			inTest[data.Bags[i].ID] = true
+			if isB(i) {
+				b++
+			} else {
+				a++
+			}
+		}
+		want[metrics.InstanceAccuracy] = append(want[metrics.InstanceAccuracy], 2*a/(2*a+b))
+		want[metrics.HammingLoss] = append(want[metrics.HammingLoss], 2.0/3*b/(a+b))
+		want[metrics.OneError] = append(want[metrics.OneError], b/(a+b))
+		want[metrics.Coverage] = append(want[metrics.Coverage], 1)
+		want[metrics.RankingLoss] = append(want[metrics.RankingLoss], b/2/(a+b))
+		want[metrics.AveragePrecision] = append(want[metrics.AveragePrecision], (a+b/2)/(a+b))
+
+		fr := rep.FoldResults[f]
+		if fr.TestBags != len(test) || fr.TrainBags != n-len(test) {
+			t.Errorf("fold %d: %d train / %d test bags, want %d / %d", f, fr.TrainBags, fr.TestBags, n-len(test), len(test))
+		}
+		if len(fits[f].train) != n-len(test) {
+			t.Errorf("fold %d: fit on %d bags, want %d", f, len(fits[f].train), n-len(test))
+		}
+		for _, id := range fits[f].train {
+			if inTest[id] {
+				t.Errorf("fold %d: test bag %s was in the training set", f, id)
+			}
+		}
+	}
+	for name, xs := range want {
+		s := newStat(xs)
+		got := rep.Measure(name)
+		if got == nil {
+			t.Errorf("%s missing", name)
+			continue
+		}
+		if math.Abs(got.Mean-s.Mean) > 1e-12 || math.Abs(got.Std-s.Std) > 1e-12 || got.N != k {
+			t.Errorf("%s = %+v, want %+v", name, *got, s)
+		}
+		for f, fr := range rep.FoldResults {
+			if math.Abs(fr.Metrics[name]-xs[f]) > 1e-12 {
+				t.Errorf("fold %d %s = %v, want %v", f, name, fr.Metrics[name], xs[f])
+			}
+		}
+	}
+	if rep.BagAccuracy != nil {
+		t.Error("bag accuracy reported for multi-label data")
+	}
+	sum := 0.0
+	for _, s := range rep.FoldTrainSeconds {
+		sum += s
+	}
+	if math.Abs(sum-rep.TrainSeconds) > 1e-9 {
+		t.Errorf("train_seconds %v is not the sum of the folds' %v", rep.TrainSeconds, sum)
+	}
+}
+
+func TestRunTransductive(t *testing.T) {
+	data, _ := mixedData(12)
+	rec := &recorder{}
+	rep, err := Run(context.Background(), echoKind(rec, ""), data, Config{Mode: models.Transductive, Folds: 10, Repeats: 2, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fitted on all bags, once per repeat, with different seeds.
+	fits := rec.fits()
+	if len(fits) != 2 || len(fits[0].train) != 12 || len(fits[1].train) != 12 {
+		t.Fatalf("fits = %d, want 2 fits on all 12 bags", len(fits))
+	}
+	if fits[0].seed == fits[1].seed {
+		t.Error("repeats share a fit seed")
+	}
+	if rep.Folds != 1 || rep.Repeats != 2 || len(rep.FoldResults) != 2 {
+		t.Errorf("folds %d repeats %d results %d, want 1, 2, 2", rep.Folds, rep.Repeats, len(rep.FoldResults))
+	}
+	// Knowing the label set {2}, the B bags' instances are annotated right.
+	if got := rep.InstanceAccuracy; got == nil || got.Mean != 1 || got.Std != 0 {
+		t.Errorf("transductive instance accuracy = %+v, want 1 ± 0", got)
+	}
+	if !strings.HasPrefix(rep.Protocol, "transductive") {
+		t.Errorf("protocol %q", rep.Protocol)
+	}
+}
+
+// binaryData returns a binary MIL set: bag i is positive when i%2 == 0;
+// positives have a witness scored 0.9 except every fourth (score 0.2, a
+// miss); negatives have only 0.1 instances.
+func binaryData(n int) *mil.Dataset {
+	d := &mil.Dataset{Name: "binary", Classes: []string{"positive"}, Dim: 1}
+	for i := 0; i < n; i++ {
+		b := mil.Bag{ID: fmt.Sprint(i), Labels: []int{}, Instances: [][]float64{{0.1}, {0.1}}}
+		if i%2 == 0 {
+			b.Labels = []int{0}
+			b.Instances[1][0] = 0.9
+			if i%4 == 0 {
+				b.Instances[1][0] = 0.2
+			}
+		}
+		d.Bags = append(d.Bags, b)
+	}
+	return d
+}
+
+func TestRunBinaryStratified(t *testing.T) {
+	const n, k, seed = 40, 4, 3
+	data := binaryData(n)
+	rep, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: k, Seed: seed, Stratify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, n)
+	for i := range data.Bags {
+		keys[i] = labelSetKey(&data.Bags[i])
+	}
+	folds, _ := StratifiedKFold(keys, k, seed, 0)
+	var want []float64
+	for _, test := range folds {
+		right := 0
+		for _, i := range test {
+			if i%4 != 0 { // negatives and detected positives
+				right++
+			}
+		}
+		want = append(want, float64(right)/float64(len(test)))
+	}
+	s := newStat(want)
+	if rep.BagAccuracy == nil || math.Abs(rep.BagAccuracy.Mean-s.Mean) > 1e-12 || math.Abs(rep.BagAccuracy.Std-s.Std) > 1e-12 {
+		t.Errorf("bag accuracy = %+v, want %+v", rep.BagAccuracy, s)
+	}
+	if math.Abs(s.Mean-0.75) > 1e-12 {
+		t.Errorf("stratified folds: mean bag accuracy %v, want exactly 0.75", s.Mean)
+	}
+	// Every bag's label set is empty or full: no ranking measure applies.
+	for _, m := range []*Stat{rep.RankingLoss, rep.OneError, rep.AveragePrecision, rep.InstanceAccuracy} {
+		if m != nil {
+			t.Errorf("undefined measure reported: %+v", *m)
+		}
+	}
+	if !rep.Stratify {
+		t.Error("report does not say the folds were stratified")
+	}
+}
+
+// TestRunDeterministic: the same seed gives the same report whatever the
+// number of workers; repeats use different splits and seeds.
+func TestRunDeterministic(t *testing.T) {
+	data, _ := mixedData(40)
+	run := func(workers int) *Report {
+		rep, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: 4, Repeats: 3, Seed: 9, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	a, b := run(1), run(8)
+	if len(a.FoldResults) != 12 {
+		t.Fatalf("%d fold results, want 12", len(a.FoldResults))
+	}
+	seeds := map[int64]bool{}
+	for i := range a.FoldResults {
+		fa, fb := a.FoldResults[i], b.FoldResults[i]
+		if !reflect.DeepEqual(fa.Metrics, fb.Metrics) || fa.FitSeed != fb.FitSeed || fa.Repeat != fb.Repeat || fa.Fold != fb.Fold {
+			t.Errorf("fold %d differs between 1 and 8 workers: %+v vs %+v", i, fa, fb)
+		}
+		seeds[fa.FitSeed] = true
+	}
+	if len(seeds) != 12 {
+		t.Errorf("%d distinct fit seeds over 12 fits", len(seeds))
+	}
+	if reflect.DeepEqual(a.FoldResults[0].Metrics, a.FoldResults[4].Metrics) &&
+		reflect.DeepEqual(a.FoldResults[1].Metrics, a.FoldResults[5].Metrics) &&
+		reflect.DeepEqual(a.FoldResults[2].Metrics, a.FoldResults[6].Metrics) {
+		t.Error("repeats 0 and 1 look identical: same fold split?")
+	}
+}
+
+func TestRunSplit(t *testing.T) {
+	data, _ := mixedData(9)
+	rec := &recorder{}
+	split := &Split{Train: []int{0, 1, 2, 3, 4, 5}, Test: []int{6, 7, 8}} // test: a6 a7 b8
+	rep, err := Run(context.Background(), echoKind(rec, ""), data, Config{Split: split, Folds: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.FoldResults) != 1 || rep.FoldResults[0].TestBags != 3 || len(rec.fits()[0].train) != 6 {
+		t.Fatalf("fold results %+v", rep.FoldResults)
+	}
+	if got := rep.InstanceAccuracy.Mean; math.Abs(got-4.0/5) > 1e-12 {
+		t.Errorf("instance accuracy %v, want 4/5", got)
+	}
+	if _, err := Run(context.Background(), echoKind(nil, ""), data, Config{Split: &Split{Train: []int{0}, Test: []int{9}}}); err == nil {
+		t.Error("out-of-range split accepted")
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	data, _ := mixedData(10)
+	_, err := Run(context.Background(), echoKind(nil, "a4"), data, Config{Folds: 5, Seed: 1})
+	if !errors.Is(err, models.ErrBadInput) || !strings.Contains(err.Error(), `"a4"`) {
+		t.Errorf("err = %v, want ErrBadInput naming bag a4", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, echoKind(nil, ""), data, Config{Folds: 5}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled run: err = %v", err)
+	}
+	if _, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: 11}); err == nil {
+		t.Error("more folds than bags accepted")
+	}
+	if _, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: 2, Mode: "sideways"}); err == nil {
+		t.Error("unknown mode accepted")
+	}
+}
+
+func TestSweep(t *testing.T) {
+	data, _ := mixedData(20)
+	rec := &recorder{}
+	var progress [][2]int
+	cfg := Config{Folds: 2, Seed: 1, Params: models.Params{"iters": "3"},
+		Progress: func(done, total int) { progress = append(progress, [2]int{done, total}) }}
+	sr, err := RunSweep(context.Background(), echoKind(rec, ""), data, cfg, SweepPrune, []float64{0.5, 0.25}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The baseline 0 is run first because it was not among the values.
+	var got []float64
+	for _, p := range sr.Points {
+		got = append(got, p.Value)
+	}
+	if !reflect.DeepEqual(got, []float64{0, 0.5, 0.25}) {
+		t.Errorf("sweep values %v, want [0 0.5 0.25]", got)
+	}
+	var seen []string
+	for _, f := range rec.fits() {
+		seen = append(seen, f.params[SweepPrune])
+		if f.params["iters"] != "3" {
+			t.Errorf("fixed param lost: %v", f.params)
+		}
+	}
+	if !reflect.DeepEqual(seen, []string{"0", "0", "0.5", "0.5", "0.25", "0.25"}) {
+		t.Errorf("fits saw prune = %v", seen)
+	}
+	if cfg.Params[SweepPrune] != "" {
+		t.Error("sweep mutated the caller's params")
+	}
+	if sr.Points[0].SpeedUp != 1 || sr.Metric != metrics.InstanceAccuracy {
+		t.Errorf("baseline speed-up %v metric %q", sr.Points[0].SpeedUp, sr.Metric)
+	}
+	for _, p := range sr.Points {
+		if want := sr.Points[0].TrainSeconds / p.TrainSeconds; p.TrainSeconds > 0 && math.Abs(p.SpeedUp-want) > 1e-9 {
+			t.Errorf("speed-up at %v = %v, want %v", p.Value, p.SpeedUp, want)
+		}
+		if p.Accuracy != *p.Report.InstanceAccuracy {
+			t.Errorf("accuracy at %v = %+v, report says %+v", p.Value, p.Accuracy, *p.Report.InstanceAccuracy)
+		}
+	}
+	if len(progress) != 6 || progress[5] != [2]int{6, 6} || progress[2] != [2]int{3, 6} {
+		t.Errorf("progress = %v", progress)
+	}
+
+	for _, format := range []string{"png", "svg"} {
+		var buf bytes.Buffer
+		if err := PlotSweep(&buf, format, sr); err != nil {
+			t.Fatal(err)
+		}
+		magic := map[string]string{"png": "\x89PNG", "svg": "<?xml"}[format]
+		if buf.Len() < 1000 || !bytes.HasPrefix(buf.Bytes(), []byte(magic)) {
+			t.Errorf("%s plot: %d bytes starting %q", format, buf.Len(), buf.Bytes()[:min(8, buf.Len())])
+		}
+	}
+	if err := PlotSweep(&bytes.Buffer{}, "gif", sr); err == nil {
+		t.Error("gif accepted")
+	}
+	if _, _, err := SweepDefaults("shrink"); err == nil {
+		t.Error("unknown sweep accepted")
+	}
+}
