@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
 	"github.com/mimlstream/mimlstream/internal/metrics"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -169,8 +170,8 @@ func mixedData(n int) (*mil.Dataset, func(i int) bool) {
 func TestRunInductive(t *testing.T) {
 	const n, k, seed = 31, 5, 11
 	data, isB := mixedData(n)
-	rec := &recorder{}
-	rep, err := Run(context.Background(), echoKind(rec, ""), data, Config{Mode: models.Inductive, Folds: k, Seed: seed, Workers: 3})
+	rec := &evaltest.Recorder{}
+	rep, err := Run(context.Background(), evaltest.Echo(rec, ""), data, Config{Mode: models.Inductive, Folds: k, Seed: seed, Workers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestRunInductive(t *testing.T) {
 		t.Fatalf("%d fold results, %d fold times, want %d", len(rep.FoldResults), len(rep.FoldTrainSeconds), k)
 	}
 	want := map[string][]float64{}
-	fits := rec.fits()
+	fits := rec.Fits()
 	for f, test := range folds {
 		a, b := 0.0, 0.0
 		inTest := map[string]bool{}
@@ -202,10 +203,10 @@ func TestRunInductive(t *testing.T) {
 		if fr.TestBags != len(test) || fr.TrainBags != n-len(test) {
 			t.Errorf("fold %d: %d train / %d test bags, want %d / %d", f, fr.TrainBags, fr.TestBags, n-len(test), len(test))
 		}
-		if len(fits[f].train) != n-len(test) {
-			t.Errorf("fold %d: fit on %d bags, want %d", f, len(fits[f].train), n-len(test))
+		if len(fits[f].Train) != n-len(test) {
+			t.Errorf("fold %d: fit on %d bags, want %d", f, len(fits[f].Train), n-len(test))
 		}
-		for _, id := range fits[f].train {
+		for _, id := range fits[f].Train {
 			if inTest[id] {
 				t.Errorf("fold %d: test bag %s was in the training set", f, id)
 			}
@@ -241,17 +242,17 @@ func TestRunInductive(t *testing.T) {
 
 func TestRunTransductive(t *testing.T) {
 	data, _ := mixedData(12)
-	rec := &recorder{}
-	rep, err := Run(context.Background(), echoKind(rec, ""), data, Config{Mode: models.Transductive, Folds: 10, Repeats: 2, Seed: 5})
+	rec := &evaltest.Recorder{}
+	rep, err := Run(context.Background(), evaltest.Echo(rec, ""), data, Config{Mode: models.Transductive, Folds: 10, Repeats: 2, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Fitted on all bags, once per repeat, with different seeds.
-	fits := rec.fits()
-	if len(fits) != 2 || len(fits[0].train) != 12 || len(fits[1].train) != 12 {
+	fits := rec.Fits()
+	if len(fits) != 2 || len(fits[0].Train) != 12 || len(fits[1].Train) != 12 {
 		t.Fatalf("fits = %d, want 2 fits on all 12 bags", len(fits))
 	}
-	if fits[0].seed == fits[1].seed {
+	if fits[0].Seed == fits[1].Seed {
 		t.Error("repeats share a fit seed")
 	}
 	if rep.Folds != 1 || rep.Repeats != 2 || len(rep.FoldResults) != 2 {
@@ -288,7 +289,7 @@ func binaryData(n int) *mil.Dataset {
 func TestRunBinaryStratified(t *testing.T) {
 	const n, k, seed = 40, 4, 3
 	data := binaryData(n)
-	rep, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: k, Seed: seed, Stratify: true})
+	rep, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Folds: k, Seed: seed, Stratify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestRunBinaryStratified(t *testing.T) {
 func TestRunDeterministic(t *testing.T) {
 	data, _ := mixedData(40)
 	run := func(workers int) *Report {
-		rep, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: 4, Repeats: 3, Seed: 9, Workers: workers})
+		rep, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Folds: 4, Repeats: 3, Seed: 9, Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,49 +361,49 @@ func TestRunDeterministic(t *testing.T) {
 
 func TestRunSplit(t *testing.T) {
 	data, _ := mixedData(9)
-	rec := &recorder{}
+	rec := &evaltest.Recorder{}
 	split := &Split{Train: []int{0, 1, 2, 3, 4, 5}, Test: []int{6, 7, 8}} // test: a6 a7 b8
-	rep, err := Run(context.Background(), echoKind(rec, ""), data, Config{Split: split, Folds: 10})
+	rep, err := Run(context.Background(), evaltest.Echo(rec, ""), data, Config{Split: split, Folds: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.FoldResults) != 1 || rep.FoldResults[0].TestBags != 3 || len(rec.fits()[0].train) != 6 {
+	if len(rep.FoldResults) != 1 || rep.FoldResults[0].TestBags != 3 || len(rec.Fits()[0].Train) != 6 {
 		t.Fatalf("fold results %+v", rep.FoldResults)
 	}
 	if got := rep.InstanceAccuracy.Mean; math.Abs(got-4.0/5) > 1e-12 {
 		t.Errorf("instance accuracy %v, want 4/5", got)
 	}
-	if _, err := Run(context.Background(), echoKind(nil, ""), data, Config{Split: &Split{Train: []int{0}, Test: []int{9}}}); err == nil {
+	if _, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Split: &Split{Train: []int{0}, Test: []int{9}}}); err == nil {
 		t.Error("out-of-range split accepted")
 	}
 }
 
 func TestRunErrors(t *testing.T) {
 	data, _ := mixedData(10)
-	_, err := Run(context.Background(), echoKind(nil, "a4"), data, Config{Folds: 5, Seed: 1})
+	_, err := Run(context.Background(), evaltest.Echo(nil, "a4"), data, Config{Folds: 5, Seed: 1})
 	if !errors.Is(err, models.ErrBadInput) || !strings.Contains(err.Error(), `"a4"`) {
 		t.Errorf("err = %v, want ErrBadInput naming bag a4", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Run(ctx, echoKind(nil, ""), data, Config{Folds: 5}); !errors.Is(err, context.Canceled) {
+	if _, err := Run(ctx, evaltest.Echo(nil, ""), data, Config{Folds: 5}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled run: err = %v", err)
 	}
-	if _, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: 11}); err == nil {
+	if _, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Folds: 11}); err == nil {
 		t.Error("more folds than bags accepted")
 	}
-	if _, err := Run(context.Background(), echoKind(nil, ""), data, Config{Folds: 2, Mode: "sideways"}); err == nil {
+	if _, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Folds: 2, Mode: "sideways"}); err == nil {
 		t.Error("unknown mode accepted")
 	}
 }
 
 func TestSweep(t *testing.T) {
 	data, _ := mixedData(20)
-	rec := &recorder{}
+	rec := &evaltest.Recorder{}
 	var progress [][2]int
 	cfg := Config{Folds: 2, Seed: 1, Params: models.Params{"iters": "3"},
 		Progress: func(done, total int) { progress = append(progress, [2]int{done, total}) }}
-	sr, err := RunSweep(context.Background(), echoKind(rec, ""), data, cfg, SweepPrune, []float64{0.5, 0.25}, 0)
+	sr, err := RunSweep(context.Background(), evaltest.Echo(rec, ""), data, cfg, SweepPrune, []float64{0.5, 0.25}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,10 +416,10 @@ func TestSweep(t *testing.T) {
 		t.Errorf("sweep values %v, want [0 0.5 0.25]", got)
 	}
 	var seen []string
-	for _, f := range rec.fits() {
-		seen = append(seen, f.params[SweepPrune])
-		if f.params["iters"] != "3" {
-			t.Errorf("fixed param lost: %v", f.params)
+	for _, f := range rec.Fits() {
+		seen = append(seen, f.Params[SweepPrune])
+		if f.Params["iters"] != "3" {
+			t.Errorf("fixed param lost: %v", f.Params)
 		}
 	}
 	if !reflect.DeepEqual(seen, []string{"0", "0", "0.5", "0.5", "0.25", "0.25"}) {

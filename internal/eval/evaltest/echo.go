@@ -1,4 +1,7 @@
-package eval
+// Package evaltest provides a model kind with predictions fixed by the data,
+// for testing evaluation code (package eval, the retrainer eval command)
+// without a real learner, in the way net/http/httptest serves HTTP tests.
+package evaltest
 
 import (
 	"context"
@@ -11,27 +14,22 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models"
 )
 
-// The echo model reads each instance's feature vector as its class scores:
-// an instance is labelled with its highest-scoring class, or in inductive
-// mode with no class when every score is below 0.5; in transductive mode it
-// takes its highest-scoring class of the bag label set. The bag scores are the per-class maxima over instances and the
-// bag label set is the union of the instance labels. Its predictions are
-// therefore fixed by the data, which lets tests compute the expected
-// measures in closed form. It refuses queries that leak the answer.
-
-type fitCall struct {
-	seed   int64
-	params models.Params
-	train  []string // bag IDs
+// Fit records one call of the echo kind's Fit.
+type Fit struct {
+	Seed   int64
+	Params models.Params
+	Train  []string // IDs of the training bags
 }
 
-// recorder collects the fits of a run, for tests of the protocol itself.
-type recorder struct {
+// Recorder collects the fits of a run, for tests of a protocol. It is safe
+// for concurrent use.
+type Recorder struct {
 	mu    sync.Mutex
-	calls []fitCall
+	calls []Fit
 }
 
-func (r *recorder) fits() []fitCall {
+// Fits returns the fits recorded so far, in call order.
+func (r *Recorder) Fits() []Fit {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
@@ -42,7 +40,20 @@ type echoModel struct {
 	fail string // bag ID whose annotation fails with ErrBadInput
 }
 
-func echoKind(rec *recorder, fail string) models.Kind {
+// Echo returns the "echo" kind, whose predictions are fixed by the data so
+// that tests can compute the expected measures in closed form. The echo
+// model reads each instance's feature vector as its class scores (the
+// dataset's Dim must equal its number of classes). An instance is labelled
+// with its highest-scoring class, or in inductive mode with no class when
+// every score is below 0.5; in transductive mode it takes its highest-scoring
+// class of the bag label set. The bag scores are the per-class maxima over
+// instances and the bag label set is the union of the instance labels. It
+// refuses queries that leak the answer (instance labels, or bag labels in
+// inductive mode).
+//
+// rec, when non-nil, records every fit; annotating the bag with ID fail
+// returns an error wrapping models.ErrBadInput.
+func Echo(rec *Recorder, fail string) models.Kind {
 	return models.Kind{
 		Name: "echo", InstanceLevel: true,
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
@@ -55,10 +66,13 @@ func echoKind(rec *recorder, fail string) models.Kind {
 					ids[i] = train.Bags[i].ID
 				}
 				rec.mu.Lock()
-				rec.calls = append(rec.calls, fitCall{seed: opt.Seed, params: opt.Params, train: ids})
+				rec.calls = append(rec.calls, Fit{Seed: opt.Seed, Params: opt.Params, Train: ids})
 				rec.mu.Unlock()
 			}
 			return &echoModel{meta: models.Meta{Kind: "echo", Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: opt.Params}, fail: fail}, nil
+		},
+		Decode: func(meta models.Meta, _ []byte) (models.Model, error) {
+			return &echoModel{meta: meta, fail: fail}, nil
 		},
 	}
 }
