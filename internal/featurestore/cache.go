@@ -1,0 +1,157 @@
+package featurestore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cache holds feature vectors in Redis under a TTL and a bound on the
+// number of entries.
+//
+// Policy: least recently used, with a sliding TTL. Every Put and every hit
+// refreshes the entry's TTL and moves it to the most recent end of an index
+// (a sorted set scored by a logical clock, B:clock, so the order is exact
+// even for operations in the same millisecond and across clients with
+// skewed clocks). When a Put makes the index longer than maxEntries, the
+// least recently used entries are deleted. Because the TTL slides with use,
+// entries expire in index order, so index members whose entry already
+// expired are always the first trimmed: live entries are evicted only when
+// more than maxEntries of them exist. Each operation is one Lua script, so
+// the bound holds under concurrency.
+//
+// Values are little-endian IEEE-754 float64s, 8 bytes each; a stored value
+// whose length is not a multiple of 8 is reported as ErrCorrupt, deleted,
+// and never served.
+type Cache struct {
+	rdb  redis.UniversalClient
+	base string
+	ttl  time.Duration
+	max  int
+}
+
+// NewCache returns a cache whose keys start with "{prefix}" (default prefix
+// "mimlstream:features"). ttl <= 0 disables expiry; maxEntries <= 0
+// disables the size bound.
+func NewCache(rdb redis.UniversalClient, prefix string, ttl time.Duration, maxEntries int) *Cache {
+	if ttl > 0 && ttl < time.Millisecond {
+		ttl = time.Millisecond // Redis TTLs have millisecond resolution
+	}
+	return &Cache{rdb: rdb, base: base(prefix, "mimlstream:features"), ttl: ttl, max: maxEntries}
+}
+
+func (c *Cache) entryKey(key string) string { return c.base + ":e:" + key }
+func (c *Cache) indexKey() string           { return c.base + ":lru" }
+func (c *Cache) clockKey() string           { return c.base + ":clock" }
+
+// Both scripts take KEYS = {entry, index, clock} and ARGV[1] = ttl in ms
+// (0: none), ARGV[2] = the entry's member name in the index.
+
+// cacheGet returns the value and refreshes TTL and recency on a hit, and
+// drops the stale index member on a miss.
+var cacheGet = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  return false
+end
+local ttl = tonumber(ARGV[1])
+local t = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[2], t, ARGV[2])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return v
+`)
+
+// cachePut stores the value (ARGV[3]) and trims the index to ARGV[4]
+// entries (0: unbounded), deleting the evicted entries (ARGV[5] is the
+// entry key prefix). It returns the number of entries evicted.
+var cachePut = redis.NewScript(`
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ttl)
+else
+  redis.call('SET', KEYS[1], ARGV[3])
+end
+local t = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[2], t, ARGV[2])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+local max = tonumber(ARGV[4])
+local evicted = 0
+if max > 0 then
+  local over = redis.call('ZCARD', KEYS[2]) - max
+  if over > 0 then
+    local old = redis.call('ZRANGE', KEYS[2], 0, over - 1)
+    for _, m in ipairs(old) do
+      redis.call('DEL', ARGV[5] .. m)
+    end
+    redis.call('ZREMRANGEBYRANK', KEYS[2], 0, over - 1)
+    evicted = over
+  end
+end
+return evicted
+`)
+
+func (c *Cache) keys(key string) []string {
+	return []string{c.entryKey(key), c.indexKey(), c.clockKey()}
+}
+
+// Get returns the vector stored under key; ok is false on a miss.
+func (c *Cache) Get(ctx context.Context, key string) ([]float64, bool, error) {
+	s, err := cacheGet.Run(ctx, c.rdb, c.keys(key), c.ttl.Milliseconds(), key).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("cache get %q: %w", key, err)
+	}
+	v, err := decodeFloats([]byte(s))
+	if err != nil {
+		// Drop the bad entry so the caller's recomputation can replace it.
+		if derr := c.rdb.Del(ctx, c.entryKey(key)).Err(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return nil, false, fmt.Errorf("cache get %q: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// Put stores v under key.
+func (c *Cache) Put(ctx context.Context, key string, v []float64) error {
+	err := cachePut.Run(ctx, c.rdb, c.keys(key),
+		c.ttl.Milliseconds(), key, encodeFloats(v), c.max, c.entryKey("")).Err()
+	if err != nil {
+		return fmt.Errorf("cache put %q: %w", key, err)
+	}
+	return nil
+}
+
+func encodeFloats(v []float64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return b
+}
+
+func decodeFloats(b []byte) ([]float64, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("%w: cached value has %d bytes, not a multiple of 8", ErrCorrupt, len(b))
+	}
+	v := make([]float64, len(b)/8)
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v, nil
+}

@@ -1,0 +1,440 @@
+package featurestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// Errors returned by the registry; match them with errors.Is.
+var (
+	// ErrNotFound: the version or alias does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrCorrupt: a stored model blob does not match its metadata
+	// (checksum, size, or the model envelope's kind, classes and
+	// dimension), a blob handed to Put does not match the metadata it came
+	// with, or a cached value is malformed. Such data is never served, and
+	// a corrupt model version is never promoted.
+	ErrCorrupt = errors.New("corrupt or mismatched model blob")
+)
+
+// Alias names maintained by Promote and Rollback.
+const (
+	AliasCurrent  = "current"
+	AliasPrevious = "previous"
+)
+
+// maxHistory bounds the list of formerly current versions kept for
+// multi-step rollback.
+const maxHistory = 64
+
+// maxTxAttempts bounds the optimistic-transaction retries of Promote and
+// Rollback; conflicts only come from concurrent promotions, so a handful of
+// retries with jittered backoff always suffices in practice.
+const maxTxAttempts = 50
+
+// VersionMeta describes one stored model version.
+type VersionMeta struct {
+	// Version is assigned by Put: "v1", "v2", ... in order of storage.
+	Version string   `json:"version"`
+	Kind    string   `json:"kind"`
+	Classes []string `json:"classes"`
+	Dim     int      `json:"dim"`
+	// Checksum is the hex SHA-256 of the blob and Size its length in bytes;
+	// both are computed by Put and verified by every read.
+	Checksum  string    `json:"checksum"`
+	Size      int       `json:"size"`
+	CreatedAt time.Time `json:"created_at"`
+	// TrainingWindow describes the data the model was fitted on (free
+	// text, e.g. Kafka offsets or a time range).
+	TrainingWindow string             `json:"training_window,omitempty"`
+	Metrics        map[string]float64 `json:"metrics,omitempty"`
+	// Parent is the version this one was warm-started from, if any.
+	Parent string `json:"parent,omitempty"`
+}
+
+// Registry stores serialized models (models.Encode envelopes) as immutable,
+// checksummed versions, and keeps the aliases "current" and "previous".
+//
+// Key layout, with B = "{prefix}":
+//
+//	B:seq           INCR counter behind the version numbers
+//	B:blob:vN       the model blob (written once, never overwritten)
+//	B:meta:vN       its VersionMeta as JSON (written once)
+//	B:versions      sorted set of version ids scored by N (for List)
+//	B:alias:NAME    version id of an alias
+//	B:history       formerly current versions, most recent first; its head
+//	                is always the "previous" alias
+//	B:events        pub/sub channel carrying each new current version id
+type Registry struct {
+	rdb  redis.UniversalClient
+	base string
+}
+
+// NewRegistry returns a registry whose keys start with "{prefix}" (default
+// prefix "mimlstream:models").
+func NewRegistry(rdb redis.UniversalClient, prefix string) *Registry {
+	return &Registry{rdb: rdb, base: base(prefix, "mimlstream:models")}
+}
+
+func (r *Registry) seqKey() string              { return r.base + ":seq" }
+func (r *Registry) blobKey(v string) string     { return r.base + ":blob:" + v }
+func (r *Registry) metaKey(v string) string     { return r.base + ":meta:" + v }
+func (r *Registry) versionsKey() string         { return r.base + ":versions" }
+func (r *Registry) aliasKey(name string) string { return r.base + ":alias:" + name }
+func (r *Registry) historyKey() string          { return r.base + ":history" }
+
+// Channel is the pub/sub channel on which Promote and Rollback announce
+// the new current version.
+func (r *Registry) Channel() string { return r.base + ":events" }
+
+// putScript writes a version's blob and metadata only if neither exists,
+// and indexes it, as one atomic step: a reset counter or a concurrent
+// writer can never overwrite a stored version.
+var putScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) + redis.call('EXISTS', KEYS[2]) > 0 then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+redis.call('SET', KEYS[2], ARGV[2], 'NX')
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return 1
+`)
+
+// Put stores blob as a new immutable version and returns its metadata. It
+// assigns Version, Checksum, Size and CreatedAt (values the caller set for
+// Checksum or Size must match the blob). The blob must be a model envelope
+// (models.Encode); Kind, Classes and Dim are taken from it when meta leaves
+// them empty and must agree with it otherwise. A Parent must exist.
+func (r *Registry) Put(ctx context.Context, blob []byte, meta VersionMeta) (VersionMeta, error) {
+	sum := sha256.Sum256(blob)
+	checksum := hex.EncodeToString(sum[:])
+	if meta.Checksum != "" && meta.Checksum != checksum {
+		return VersionMeta{}, fmt.Errorf("put: %w: checksum %s given, blob has %s", ErrCorrupt, meta.Checksum, checksum)
+	}
+	if meta.Size != 0 && meta.Size != len(blob) {
+		return VersionMeta{}, fmt.Errorf("put: %w: size %d given, blob has %d bytes", ErrCorrupt, meta.Size, len(blob))
+	}
+	env, err := models.PeekMeta(blob)
+	if err != nil {
+		return VersionMeta{}, fmt.Errorf("put: %w: %w", ErrCorrupt, err)
+	}
+	if meta.Kind == "" {
+		meta.Kind = env.Kind
+	}
+	if meta.Dim == 0 {
+		meta.Dim = env.Dim
+	}
+	if meta.Classes == nil {
+		meta.Classes = env.Classes
+	}
+	if err := matchEnvelope(meta, env); err != nil {
+		return VersionMeta{}, fmt.Errorf("put: %w", err)
+	}
+	if meta.Parent != "" {
+		n, err := r.rdb.Exists(ctx, r.metaKey(meta.Parent)).Result()
+		if err != nil {
+			return VersionMeta{}, fmt.Errorf("put: check parent %s: %w", meta.Parent, err)
+		}
+		if n == 0 {
+			return VersionMeta{}, fmt.Errorf("put: parent %s: %w", meta.Parent, ErrNotFound)
+		}
+	}
+
+	n, err := r.rdb.Incr(ctx, r.seqKey()).Result()
+	if err != nil {
+		return VersionMeta{}, fmt.Errorf("put: next version number: %w", err)
+	}
+	meta.Version = "v" + strconv.FormatInt(n, 10)
+	meta.Checksum = checksum
+	meta.Size = len(blob)
+	meta.CreatedAt = time.Now().UTC()
+	mj, err := json.Marshal(meta)
+	if err != nil {
+		return VersionMeta{}, fmt.Errorf("put %s: encode metadata: %w", meta.Version, err)
+	}
+	ok, err := putScript.Run(ctx, r.rdb,
+		[]string{r.blobKey(meta.Version), r.metaKey(meta.Version), r.versionsKey()},
+		blob, mj, n, meta.Version).Int()
+	if err != nil {
+		return VersionMeta{}, fmt.Errorf("put %s: %w", meta.Version, err)
+	}
+	if ok == 0 {
+		return VersionMeta{}, fmt.Errorf("put %s: version already stored (was %s reset?); refusing to overwrite", meta.Version, r.seqKey())
+	}
+	return meta, nil
+}
+
+// matchEnvelope checks that the registry metadata agrees with the metadata
+// inside the model envelope.
+func matchEnvelope(meta VersionMeta, env models.Meta) error {
+	switch {
+	case meta.Kind != env.Kind:
+		return fmt.Errorf("%w: kind %q, envelope says %q", ErrCorrupt, meta.Kind, env.Kind)
+	case meta.Dim != env.Dim:
+		return fmt.Errorf("%w: dim %d, envelope says %d", ErrCorrupt, meta.Dim, env.Dim)
+	case !slices.Equal(meta.Classes, env.Classes):
+		return fmt.Errorf("%w: classes %q, envelope says %q", ErrCorrupt, meta.Classes, env.Classes)
+	}
+	return nil
+}
+
+// parseVersion returns N for "vN" (N >= 1).
+func parseVersion(v string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(v, "v"), 10, 64)
+	if !strings.HasPrefix(v, "v") || err != nil || n < 1 || "v"+strconv.FormatInt(n, 10) != v {
+		return 0, fmt.Errorf("malformed version %q (want v<N>): %w", v, ErrNotFound)
+	}
+	return n, nil
+}
+
+// Get returns a version's blob and metadata after checking that they agree
+// (checksum, size, envelope kind, classes and dimension). A mismatch yields
+// ErrCorrupt and no blob.
+func (r *Registry) Get(ctx context.Context, version string) ([]byte, VersionMeta, error) {
+	if _, err := parseVersion(version); err != nil {
+		return nil, VersionMeta{}, fmt.Errorf("get: %w", err)
+	}
+	vals, err := r.rdb.MGet(ctx, r.blobKey(version), r.metaKey(version)).Result()
+	if err != nil {
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w", version, err)
+	}
+	blobS, hasBlob := vals[0].(string)
+	metaS, hasMeta := vals[1].(string)
+	switch {
+	case !hasBlob && !hasMeta:
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w", version, ErrNotFound)
+	case !hasBlob:
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w: blob missing", version, ErrCorrupt)
+	case !hasMeta:
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w: metadata missing", version, ErrCorrupt)
+	}
+	var meta VersionMeta
+	if err := json.Unmarshal([]byte(metaS), &meta); err != nil {
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w: metadata: %w", version, ErrCorrupt, err)
+	}
+	blob := []byte(blobS)
+	if err := verify(version, blob, meta); err != nil {
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w", version, err)
+	}
+	return blob, meta, nil
+}
+
+func verify(version string, blob []byte, meta VersionMeta) error {
+	if meta.Version != version {
+		return fmt.Errorf("%w: metadata is for version %q", ErrCorrupt, meta.Version)
+	}
+	if len(blob) != meta.Size {
+		return fmt.Errorf("%w: blob has %d bytes, metadata says %d", ErrCorrupt, len(blob), meta.Size)
+	}
+	sum := sha256.Sum256(blob)
+	if got := hex.EncodeToString(sum[:]); got != meta.Checksum {
+		return fmt.Errorf("%w: blob checksum %s, metadata says %s", ErrCorrupt, got, meta.Checksum)
+	}
+	env, err := models.PeekMeta(blob)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return matchEnvelope(meta, env)
+}
+
+// Alias returns the version an alias points to, or ErrNotFound.
+func (r *Registry) Alias(ctx context.Context, alias string) (string, error) {
+	v, err := r.rdb.Get(ctx, r.aliasKey(alias)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("alias %q: %w", alias, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("alias %q: %w", alias, err)
+	}
+	return v, nil
+}
+
+// Current returns the blob and metadata of the "current" version.
+func (r *Registry) Current(ctx context.Context) ([]byte, VersionMeta, error) {
+	v, err := r.Alias(ctx, AliasCurrent)
+	if err != nil {
+		return nil, VersionMeta{}, err
+	}
+	return r.Get(ctx, v)
+}
+
+// Promote makes version current; the formerly current version becomes
+// "previous" (and is kept in a bounded history for further rollbacks). It
+// refuses unknown and corrupt versions. The alias update and the
+// notification are one MULTI/EXEC under WATCH, retried on conflict, so
+// concurrent promotions serialize: none is lost and every former current
+// version lands in the history exactly once. Promoting the current version
+// again changes nothing but still notifies.
+func (r *Registry) Promote(ctx context.Context, version string) error {
+	if _, _, err := r.Get(ctx, version); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	cur, hist := r.aliasKey(AliasCurrent), r.historyKey()
+	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		old, err := tx.Get(ctx, cur).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if old != version {
+				if old != "" {
+					p.LPush(ctx, hist, old)
+					p.LTrim(ctx, hist, 0, maxHistory-1)
+					p.Set(ctx, r.aliasKey(AliasPrevious), old, 0)
+				}
+				p.Set(ctx, cur, version, 0)
+			}
+			p.Publish(ctx, r.Channel(), version)
+			return nil
+		})
+		return err
+	}, cur, hist)
+	if err != nil {
+		return fmt.Errorf("promote %s: %w", version, err)
+	}
+	return nil
+}
+
+// Rollback makes the "previous" version current again and returns it; the
+// version rolled back from is dropped, and the next older version becomes
+// "previous", so repeated rollbacks walk back through the history. It
+// returns ErrNotFound when there is no previous version and ErrCorrupt
+// (changing nothing) when the previous blob fails verification.
+func (r *Registry) Rollback(ctx context.Context) (string, error) {
+	cur, hist := r.aliasKey(AliasCurrent), r.historyKey()
+	var target string
+	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		h, err := tx.LRange(ctx, hist, 0, 1).Result()
+		if err != nil {
+			return err
+		}
+		if len(h) == 0 {
+			return fmt.Errorf("no previous version: %w", ErrNotFound)
+		}
+		target = h[0]
+		if _, _, err := r.Get(ctx, target); err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, cur, target, 0)
+			p.LPop(ctx, hist)
+			if len(h) > 1 {
+				p.Set(ctx, r.aliasKey(AliasPrevious), h[1], 0)
+			} else {
+				p.Del(ctx, r.aliasKey(AliasPrevious))
+			}
+			p.Publish(ctx, r.Channel(), target)
+			return nil
+		})
+		return err
+	}, cur, hist)
+	if err != nil {
+		return "", fmt.Errorf("rollback: %w", err)
+	}
+	return target, nil
+}
+
+// retryTx runs fn under WATCH keys, retrying with jittered exponential
+// backoff while the transaction fails because a watched key changed.
+func (r *Registry) retryTx(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	backoff := time.Millisecond
+	for range maxTxAttempts {
+		err := r.rdb.Watch(ctx, fn, keys...)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+		// Jitter desynchronizes the contenders; it needs no seed because
+		// it affects only timing, never the outcome.
+		d := backoff/2 + rand.N(backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+	return fmt.Errorf("gave up after %d conflicting concurrent updates", maxTxAttempts)
+}
+
+// Subscribe returns the ids of versions made current by Promote or Rollback
+// (from any process) after the subscription is established, which is
+// before Subscribe returns. The channel closes when ctx is done or the
+// subscription ends. Pub/sub delivery is at most once (a subscriber that is
+// disconnected misses messages), so a consumer should also reconcile with
+// Current from time to time and on start.
+func (r *Registry) Subscribe(ctx context.Context) (<-chan string, error) {
+	ps := r.rdb.Subscribe(ctx, r.Channel())
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return nil, fmt.Errorf("subscribe %s: %w", r.Channel(), err)
+	}
+	msgs := ps.Channel()
+	out := make(chan string, 16)
+	go func() {
+		defer close(out)
+		defer ps.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-msgs:
+				if !ok {
+					return
+				}
+				select {
+				case out <- m.Payload:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// List returns the metadata of every stored version, oldest first. It does
+// not read the blobs; Get verifies them.
+func (r *Registry) List(ctx context.Context) ([]VersionMeta, error) {
+	ids, err := r.rdb.ZRange(ctx, r.versionsKey(), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	if len(ids) == 0 {
+		return []VersionMeta{}, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = r.metaKey(id)
+	}
+	vals, err := r.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	out := make([]VersionMeta, len(ids))
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("list %s: %w: metadata missing", ids[i], ErrCorrupt)
+		}
+		if err := json.Unmarshal([]byte(s), &out[i]); err != nil {
+			return nil, fmt.Errorf("list %s: %w: metadata: %w", ids[i], ErrCorrupt, err)
+		}
+		if out[i].Version != ids[i] {
+			return nil, fmt.Errorf("list %s: %w: metadata is for version %q", ids[i], ErrCorrupt, out[i].Version)
+		}
+	}
+	return out, nil
+}
