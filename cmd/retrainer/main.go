@@ -1,0 +1,99 @@
+// Command retrainer trains, evaluates and serves MIML annotation models. It
+// is a set of subcommands; run `retrainer --help` for the list and
+// `retrainer <command> --help` for each one's flags and environment
+// variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/catalog"
+)
+
+// env is what a subcommand takes from its surroundings. Tests substitute
+// their own writers and registry.
+type env struct {
+	stdout, stderr io.Writer
+	logger         *slog.Logger
+	registry       *models.Registry
+}
+
+// command is one subcommand. run receives the arguments after the
+// subcommand's name; returning flag.ErrHelp means help was printed.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, e *env, args []string) error
+}
+
+// commands lists the subcommands, in the order --help shows them. Adding
+// one is one line here plus its own file.
+func commands() []command {
+	return []command{
+		{"eval", "cross-validate a model kind on a dataset (inductive or transductive), or sweep prune/subset", runEval},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	e := &env{
+		stdout:   os.Stdout,
+		stderr:   os.Stderr,
+		logger:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		registry: catalog.New(),
+	}
+	code := run(ctx, e, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a subcommand and returns the process exit code: 0 on
+// success or help, 1 when the command fails, 2 for a usage error.
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(e.stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, e, args[1:])
+		if err == nil || errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(e.stderr, "retrainer %s: %v\n", c.name, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintf(e.stderr, "retrainer: unknown command %q\n\n", args[0])
+	usage(e.stderr)
+	return 2
+}
+
+// errUsage marks an error in the command line rather than in the work: the
+// exit code is then 2.
+var errUsage = errors.New("usage error")
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: retrainer <command> [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'retrainer <command> --help' for the flags of a command.\n")
+}
