@@ -182,8 +182,9 @@ func ScanJSONL(ctx context.Context, r io.Reader, fn func(mil.Bag) error) error {
 	}
 }
 
-// ReadJSONL reads a whole JSON-lines data set. Without a header the classes
-// are c0..cK-1 for the largest label K-1 seen, and the name is name.
+// ReadJSONL reads a whole JSON-lines data set. When the header is missing
+// or has no classes, they are c0..cK-1 for the largest label K-1 seen; the
+// header's name, if any, overrides name.
 func ReadJSONL(r io.Reader, name string) (*mil.Dataset, error) {
 	jr, err := NewJSONLReader(r)
 	if err != nil {
@@ -208,13 +209,14 @@ func ReadJSONL(r io.Reader, name string) (*mil.Dataset, error) {
 		d.Bags = append(d.Bags, b)
 	}
 	d.Dim = jr.dim
+	d.Classes = numberedClasses(maxLabel + 1)
 	if h := jr.Header(); h != nil {
-		d.Classes = h.Classes
+		if h.Classes != nil {
+			d.Classes = h.Classes
+		}
 		if h.Name != "" {
 			d.Name = h.Name
 		}
-	} else {
-		d.Classes = numberedClasses(maxLabel + 1)
 	}
 	if len(d.Bags) == 0 && jr.Header() == nil {
 		return nil, fmt.Errorf("%w: no bags and no header", ErrFormat)

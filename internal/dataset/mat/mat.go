@@ -188,20 +188,21 @@ func ReadOptions(r io.Reader, opt Options) (map[string]*Array, error) {
 	vars := make(map[string]*Array)
 	buf := raw[headerLen:]
 	for off := 0; off < len(buf); {
+		at := headerLen + off // file offset, for messages
 		typ, body, next, err := p.element(buf, off)
 		if err != nil {
-			return nil, fmt.Errorf("top-level element at offset %d: %w", headerLen+off, err)
+			return nil, fmt.Errorf("top-level element at offset %d: %w", at, err)
 		}
 		off = next
 		switch typ {
 		case miCOMPRESSED:
 			inner, err := p.inflate(body)
 			if err != nil {
-				return nil, fmt.Errorf("compressed element at offset %d: %w", headerLen+off, err)
+				return nil, fmt.Errorf("compressed element at offset %d: %w", at, err)
 			}
 			ityp, ibody, _, err := p.element(inner, 0)
 			if err != nil {
-				return nil, fmt.Errorf("compressed element at offset %d: %w", headerLen+off, err)
+				return nil, fmt.Errorf("compressed element at offset %d: %w", at, err)
 			}
 			if ityp != miMATRIX {
 				continue // nothing else can name a variable
@@ -264,12 +265,12 @@ func (p *parser) element(buf []byte, off int) (typ uint32, body []byte, next int
 func (p *parser) inflate(body []byte) ([]byte, error) {
 	zr, err := zlib.NewReader(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("%w: zlib: %w", ErrFormat, err)
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	defer zr.Close()
 	out, err := io.ReadAll(io.LimitReader(zr, p.budget+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: zlib: %w", ErrFormat, err)
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	if int64(len(out)) > p.budget {
 		return nil, fmt.Errorf("%w: decompressed data exceeds the %d-byte budget", ErrFormat, p.budget)
