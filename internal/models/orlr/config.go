@@ -1,0 +1,121 @@
+package orlr
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// Limits that keep a bad parameter from exhausting the machine: the exact
+// programme keeps five vectors of 2^|Y| float64 per worker.
+const (
+	defaultMaxLabels = 16
+	hardMaxLabels    = 20
+)
+
+// Kernels.
+const (
+	KernelLinear = "linear"
+	KernelRBF    = "rbf"
+)
+
+// Config holds the fitting settings, parsed from models.Params. The keys
+// are part of the product's interface (the eval tool sweeps them).
+type Config struct {
+	L2        float64   `json:"l2"`         // l2: L2 weight on the mean log-likelihood (bias not penalised)
+	Iters     int       `json:"iters"`      // iters: EM iterations (paper: 50)
+	Tol       float64   `json:"tol"`        // tol: stop when the relative log-likelihood gain is below it (0: run all iterations)
+	EStep     Algorithm `json:"estep"`      // estep: fas | forward
+	Kernel    string    `json:"kernel"`     // kernel: linear | rbf
+	KernelS   float64   `json:"kernel_s"`   // kernel_s: δ = s × mean squared pairwise distance
+	DictFrac  float64   `json:"dict_frac"`  // dict_frac: fraction q of training instances in the dictionary
+	Subset    float64   `json:"subset"`     // subset: fraction of bags per EM iteration (eq. 29)
+	Prune     float64   `json:"prune"`      // prune: fraction of bags with the largest n|Y|2^|Y| dropped
+	MaxLabels int       `json:"max_labels"` // max_labels: largest |Y| the exact programme accepts
+	MSteps    int       `json:"msteps"`     // msteps: gradient steps per M-step (GEM)
+}
+
+// DefaultConfig is the paper's setting: linear features, no regularisation
+// ("free of parameter tuning"), 50 EM iterations, forward-and-substitution.
+func DefaultConfig() Config {
+	return Config{L2: 0, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 1,
+		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 10}
+}
+
+// ParseConfig reads the model parameters; absent keys keep their defaults.
+func ParseConfig(p models.Params) (Config, error) {
+	c := DefaultConfig()
+	var err error
+	if c.L2, err = p.Float("l2", c.L2); err != nil {
+		return c, err
+	}
+	if c.Iters, err = p.Int("iters", c.Iters); err != nil {
+		return c, err
+	}
+	if c.Tol, err = p.Float("tol", c.Tol); err != nil {
+		return c, err
+	}
+	c.EStep = Algorithm(p.String("estep", string(c.EStep)))
+	c.Kernel = p.String("kernel", c.Kernel)
+	if c.KernelS, err = p.Float("kernel_s", c.KernelS); err != nil {
+		return c, err
+	}
+	if c.DictFrac, err = p.Float("dict_frac", c.DictFrac); err != nil {
+		return c, err
+	}
+	if c.Subset, err = p.Float("subset", c.Subset); err != nil {
+		return c, err
+	}
+	if c.Prune, err = p.Float("prune", c.Prune); err != nil {
+		return c, err
+	}
+	if c.MaxLabels, err = p.Int("max_labels", c.MaxLabels); err != nil {
+		return c, err
+	}
+	if c.MSteps, err = p.Int("msteps", c.MSteps); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate rejects settings outside their domains.
+func (c Config) Validate() error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	switch {
+	case bad(c.L2) || c.L2 < 0:
+		return fmt.Errorf("orlr: l2=%v must be >= 0", c.L2)
+	case c.Iters < 0:
+		return fmt.Errorf("orlr: iters=%d must be >= 0", c.Iters)
+	case bad(c.Tol) || c.Tol < 0:
+		return fmt.Errorf("orlr: tol=%v must be >= 0", c.Tol)
+	case c.EStep != FAS && c.EStep != Forward:
+		return fmt.Errorf("orlr: estep=%q (want fas or forward)", c.EStep)
+	case c.Kernel != KernelLinear && c.Kernel != KernelRBF:
+		return fmt.Errorf("orlr: kernel=%q (want linear or rbf)", c.Kernel)
+	case bad(c.KernelS) || c.KernelS <= 0:
+		return fmt.Errorf("orlr: kernel_s=%v must be > 0", c.KernelS)
+	case bad(c.DictFrac) || c.DictFrac <= 0 || c.DictFrac > 1:
+		return fmt.Errorf("orlr: dict_frac=%v must be in (0,1]", c.DictFrac)
+	case bad(c.Subset) || c.Subset <= 0 || c.Subset > 1:
+		return fmt.Errorf("orlr: subset=%v must be in (0,1]", c.Subset)
+	case bad(c.Prune) || c.Prune < 0 || c.Prune >= 1:
+		return fmt.Errorf("orlr: prune=%v must be in [0,1)", c.Prune)
+	case c.MaxLabels < 1 || c.MaxLabels > hardMaxLabels:
+		return fmt.Errorf("orlr: max_labels=%d must be in [1,%d] (memory is 2^max_labels per worker)", c.MaxLabels, hardMaxLabels)
+	case c.MSteps < 1:
+		return fmt.Errorf("orlr: msteps=%d must be >= 1", c.MSteps)
+	}
+	return nil
+}
+
+// Params renders the configuration for models.Meta (provenance).
+func (c Config) Params() models.Params {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return models.Params{
+		"l2": f(c.L2), "iters": strconv.Itoa(c.Iters), "tol": f(c.Tol), "estep": string(c.EStep),
+		"kernel": c.Kernel, "kernel_s": f(c.KernelS), "dict_frac": f(c.DictFrac), "subset": f(c.Subset),
+		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps),
+	}
+}

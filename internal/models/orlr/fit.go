@@ -1,0 +1,307 @@
+package orlr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/softmax"
+)
+
+// Fit trains an ORed-LR model on the labeled bags of train by EM.
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model, error) {
+	m, _, err := fit(ctx, train, opt)
+	return m, err
+}
+
+// trace records the EM run (for tests and logs).
+type trace struct {
+	// LogLik[k] is the log-likelihood Σ_b log p(Y_b|X_b, w^(k)) of the bags
+	// used at iteration k, computed by the E-step.
+	LogLik []float64
+	Bags   int
+}
+
+// trainBag is a labeled training bag after validation and pruning; its
+// instances are rows [start, start+n) of the design matrix.
+type trainBag struct {
+	start, n int
+	labels   []int
+}
+
+func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model, *trace, error) {
+	cfg, err := ParseConfig(opt.Params)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, dim := len(train.Classes), train.Dim
+	if nc == 0 || dim <= 0 {
+		return nil, nil, fmt.Errorf("orlr: dataset has %d classes and dimension %d", nc, dim)
+	}
+	bags, err := selectBags(train, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(bags) == 0 {
+		return nil, nil, fmt.Errorf("orlr: %w: no labeled training bags", models.ErrBadInput)
+	}
+
+	// Instances in bag order: the design matrix rows.
+	var xs [][]float64
+	var tb []trainBag
+	for _, b := range bags {
+		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: b.Labels})
+		xs = append(xs, b.Instances...)
+	}
+
+	m := &Model{cfg: cfg, meta: models.Meta{Kind: Name, Classes: train.Classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
+	warm, _ := opt.Warm.(*Model)
+	if warm != nil && !warm.sameShape(train, cfg) {
+		slog.Warn("orlr: warm-start model has another shape; starting from zero")
+		warm = nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6f726c72))
+	features := xs
+	if cfg.Kernel == KernelRBF {
+		if warm != nil {
+			m.kern = warm.kern // same feature space: the weights carry over
+		} else if m.kern, err = newRBF(xs, cfg.KernelS, cfg.DictFrac, rng); err != nil {
+			return nil, nil, fmt.Errorf("orlr: %w", err)
+		}
+		features = make([][]float64, len(xs))
+		for i, x := range xs {
+			features[i] = make([]float64, len(m.kern.Dict))
+			m.kern.mapInto(x, features[i])
+		}
+	}
+	fdim := dim
+	if m.kern != nil {
+		fdim = len(m.kern.Dict)
+	}
+	prob, err := softmax.NewProblem(nc, fdim, features, nil, cfg.L2, opt.Workers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("orlr: %w", err)
+	}
+	m.lr = softmax.New(nc, fdim)
+	if warm != nil {
+		copy(m.lr.W, warm.lr.W)
+	}
+
+	tr := &trace{Bags: len(tb)}
+	em := &emState{cfg: cfg, prob: prob, bags: tb, lr: m.lr, workers: opt.Workers}
+	step := 0.0
+	prevLL := math.Inf(-1)
+	for it := 0; it < cfg.Iters; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		active := em.sample(rng)
+		ll, err := em.eStep(ctx, active)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr.LogLik = append(tr.LogLik, ll)
+		mp := em.mProblem(active)
+		res, err := mp.Ascend(ctx, m.lr.W, cfg.MSteps, 0, step)
+		if err != nil {
+			return nil, nil, err
+		}
+		step = res.StepSize
+		if opt.Progress != nil {
+			opt.Progress(it+1, cfg.Iters)
+		}
+		slog.Debug("orlr EM", "iter", it+1, "loglik", ll, "surrogate", res.Value, "msteps", res.Steps)
+		if cfg.Tol > 0 && cfg.Subset == 1 && ll-prevLL <= cfg.Tol*math.Abs(ll) {
+			break
+		}
+		prevLL = ll
+	}
+	return m, tr, nil
+}
+
+func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
+	if m.meta.Dim != train.Dim || len(m.meta.Classes) != len(train.Classes) {
+		return false
+	}
+	for i, c := range m.meta.Classes {
+		if train.Classes[i] != c {
+			return false
+		}
+	}
+	if (m.kern != nil) != (cfg.Kernel == KernelRBF) {
+		return false
+	}
+	return true
+}
+
+// selectBags validates the labeled bags, drops the pruned ones (Section
+// 6.6.1) and enforces the label-set limit.
+func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
+	var bags []*mil.Bag
+	for i := range train.Bags {
+		b := &train.Bags[i]
+		if !b.Labeled() {
+			continue // no bag label, no information for the EM
+		}
+		if err := b.Validate(train.Dim, len(train.Classes)); err != nil {
+			return nil, fmt.Errorf("orlr: %w: %w", models.ErrBadInput, err)
+		}
+		if len(b.Labels) == 0 {
+			// Under the union model a non-empty bag cannot have an empty
+			// label: binary MIL data needs an explicit negative class.
+			return nil, fmt.Errorf("orlr: %w: bag %q has an empty label set, impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID)
+		}
+		bags = append(bags, b)
+	}
+	if cfg.Prune > 0 {
+		cost := func(b *mil.Bag) float64 {
+			k := float64(len(b.Labels))
+			return float64(len(b.Instances)) * k * math.Exp2(k)
+		}
+		order := make([]int, len(bags))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return cost(bags[order[a]]) < cost(bags[order[b]]) })
+		keep := len(bags) - int(math.Floor(cfg.Prune*float64(len(bags))))
+		kept := order[:keep]
+		sort.Ints(kept)
+		pruned := make([]*mil.Bag, len(kept))
+		for i, j := range kept {
+			pruned[i] = bags[j]
+		}
+		bags = pruned
+	}
+	for _, b := range bags {
+		if len(b.Labels) > cfg.MaxLabels {
+			return nil, fmt.Errorf("orlr: bag %q has %d labels, limit max_labels=%d: %w", b.ID, len(b.Labels), cfg.MaxLabels, models.ErrLabelSetTooLarge)
+		}
+	}
+	return bags, nil
+}
+
+// emState holds what the EM iterations share.
+type emState struct {
+	cfg     Config
+	prob    *softmax.Problem
+	bags    []trainBag
+	lr      *softmax.Model
+	workers int
+}
+
+// sample returns the bags of this iteration: all, or a random fraction
+// (Section 6.6.2), in index order.
+func (e *emState) sample(rng *rand.Rand) []int {
+	n := len(e.bags)
+	if e.cfg.Subset >= 1 {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	k := max(1, int(math.Ceil(e.cfg.Subset*float64(n))))
+	idx := rng.Perm(n)[:k]
+	sort.Ints(idx)
+	return idx
+}
+
+// eStep writes the posteriors p(y_bi=c|Y_b, X_b, w) of the active bags into
+// the targets of the M-step problem and returns their log-likelihood. Bags
+// are shared among workers dynamically, but each bag's result depends only
+// on that bag and the log-likelihoods are summed in bag order, so the
+// outcome is the same for any number of workers.
+func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
+	nc := e.lr.Classes
+	d1 := e.lr.Dim + 1
+	lls := make([]float64, len(active))
+	workers := e.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(active))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			s := newBagScratch()
+			var logits, post [][]float64
+			for {
+				a := int(next.Add(1) - 1)
+				if a >= len(active) || ctx.Err() != nil {
+					return
+				}
+				b := e.bags[active[a]]
+				k := len(b.labels)
+				for len(logits) < b.n {
+					logits = append(logits, make([]float64, nc))
+					post = append(post, nil)
+				}
+				for i := 0; i < b.n; i++ {
+					row := b.start + i
+					e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+					if cap(post[i]) < k {
+						post[i] = make([]float64, k)
+					}
+					post[i] = post[i][:k]
+				}
+				ll, err := bagPosteriors(s, e.cfg.EStep, logits[:b.n], b.labels, post[:b.n])
+				if err != nil {
+					errs[w] = fmt.Errorf("orlr: E-step: %w", err)
+					return
+				}
+				lls[a] = ll
+				for i := 0; i < b.n; i++ {
+					t := e.prob.T[(b.start+i)*nc : (b.start+i+1)*nc]
+					clear(t)
+					for j, c := range b.labels {
+						t[c] = post[i][j]
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	total := 0.0
+	for _, v := range lls {
+		total += v
+	}
+	return total, nil
+}
+
+// mProblem returns the M-step objective over the active bags: the whole
+// problem, or (stochastic variant, eq. 29) a copy restricted to their rows.
+func (e *emState) mProblem(active []int) *softmax.Problem {
+	if len(active) == len(e.bags) {
+		return e.prob
+	}
+	nc := e.lr.Classes
+	d1 := e.lr.Dim + 1
+	sub := &softmax.Problem{Classes: nc, Dim: e.lr.Dim, L2: e.prob.L2, Workers: e.prob.Workers}
+	for _, a := range active {
+		b := e.bags[a]
+		sub.X = append(sub.X, e.prob.X[b.start*d1:(b.start+b.n)*d1]...)
+		sub.T = append(sub.T, e.prob.T[b.start*nc:(b.start+b.n)*nc]...)
+		sub.N += b.n
+	}
+	return sub
+}

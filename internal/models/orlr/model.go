@@ -1,0 +1,269 @@
+// Package orlr is the ORed-logistic regression model for instance annotation
+// (Pham, Raich, Fern & Perez Arriaga, "Dynamic Programming for Instance
+// Annotation in Multi-instance Multi-label Learning", 2017): every instance
+// label follows a multinomial logistic regression, a bag label is the union
+// of its instance labels, and the parameters are fitted by (generalized) EM
+// whose E-step is an exact dynamic programme over subsets of the bag label.
+package orlr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/softmax"
+)
+
+// Name is the kind name.
+const Name = "orlr"
+
+// Kind returns the ORed-LR model kind.
+func Kind() models.Kind {
+	return models.Kind{
+		Name:          Name,
+		Description:   "ORed-logistic regression, exact EM (Pham et al. 2017); linear or RBF kernel",
+		InstanceLevel: true,
+		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
+			return Fit(ctx, d, o)
+		},
+		Decode: func(meta models.Meta, state []byte) (models.Model, error) { return Decode(meta, state) },
+	}
+}
+
+// Model is a fitted ORed-LR model. It is immutable and safe for concurrent use.
+type Model struct {
+	meta models.Meta
+	cfg  Config
+	lr   *softmax.Model // over the mapped features
+	kern *rbf           // nil for the linear model
+}
+
+var _ models.Model = (*Model)(nil)
+
+// state is the serialized form (MarshalState / Decode).
+type state struct {
+	Config  Config         `json:"config"`
+	Softmax *softmax.Model `json:"softmax"`
+	Kernel  *rbf           `json:"kernel,omitempty"`
+}
+
+// Meta describes the model.
+func (m *Model) Meta() models.Meta { return m.meta }
+
+// Config returns the settings the model was fitted with.
+func (m *Model) Config() Config { return m.cfg }
+
+// MarshalState encodes the parameters as JSON.
+func (m *Model) MarshalState() ([]byte, error) {
+	return json.Marshal(state{Config: m.cfg, Softmax: m.lr, Kernel: m.kern})
+}
+
+// Decode rebuilds a model from MarshalState output.
+func Decode(meta models.Meta, blob []byte) (*Model, error) {
+	var s state
+	if err := json.Unmarshal(blob, &s); err != nil {
+		return nil, fmt.Errorf("orlr: %w", err)
+	}
+	if s.Softmax == nil {
+		return nil, fmt.Errorf("orlr: state has no parameters")
+	}
+	if err := s.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.Softmax.Validate(); err != nil {
+		return nil, fmt.Errorf("orlr: %w", err)
+	}
+	if s.Softmax.Classes != len(meta.Classes) {
+		return nil, fmt.Errorf("orlr: %d classes in the parameters, %d in the metadata", s.Softmax.Classes, len(meta.Classes))
+	}
+	want := meta.Dim
+	if s.Kernel != nil {
+		if !(s.Kernel.Delta > 0) || len(s.Kernel.Dict) == 0 {
+			return nil, fmt.Errorf("orlr: bad kernel state")
+		}
+		for _, d := range s.Kernel.Dict {
+			if len(d) != meta.Dim {
+				return nil, fmt.Errorf("orlr: dictionary entry of dimension %d, want %d", len(d), meta.Dim)
+			}
+		}
+		want = len(s.Kernel.Dict)
+	}
+	if s.Softmax.Dim != want {
+		return nil, fmt.Errorf("orlr: parameters over %d features, want %d", s.Softmax.Dim, want)
+	}
+	return &Model{meta: meta, cfg: s.Config, lr: s.Softmax, kern: s.Kernel}, nil
+}
+
+// FeatureSpace identifies the instance mapping for the annotator's feature
+// cache: the hash of the kernel width and dictionary, "" for the linear
+// model (its map is the identity, not worth caching).
+func (m *Model) FeatureSpace() string {
+	if m.kern == nil {
+		return ""
+	}
+	return m.kern.id()
+}
+
+// MapInstance returns the features the linear part of the model sees: x
+// itself (copied) for the linear model, k(x) for the kernel model.
+func (m *Model) MapInstance(x []float64) ([]float64, error) {
+	if len(x) != m.meta.Dim {
+		return nil, fmt.Errorf("%w: %w (got %d, want %d)", models.ErrBadInput, mil.ErrDimension, len(x), m.meta.Dim)
+	}
+	for j, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: feature %d: %w", models.ErrBadInput, j, mil.ErrNonFinite)
+		}
+	}
+	if m.kern == nil {
+		return append([]float64(nil), x...), nil
+	}
+	out := make([]float64, len(m.kern.Dict))
+	m.kern.mapInto(x, out)
+	return out, nil
+}
+
+// Annotate labels the instances of one bag and the bag.
+func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+	if err := b.Validate(m.meta.Dim, len(m.meta.Classes)); err != nil {
+		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
+	}
+	mapped := make([][]float64, len(b.Instances))
+	for i, x := range b.Instances {
+		f, err := m.MapInstance(x)
+		if err != nil {
+			return models.Annotation{}, fmt.Errorf("bag %q instance %d: %w", b.ID, i, err)
+		}
+		mapped[i] = f
+	}
+	return m.annotate(ctx, b, mapped, mode)
+}
+
+// AnnotateMapped is Annotate for instances already passed through
+// MapInstance (the annotator caches them per FeatureSpace).
+func (m *Model) AnnotateMapped(ctx context.Context, b *mil.Bag, mapped [][]float64, mode models.Mode) (models.Annotation, error) {
+	if err := b.Validate(0, len(m.meta.Classes)); err != nil {
+		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
+	}
+	if len(mapped) != len(b.Instances) {
+		return models.Annotation{}, fmt.Errorf("%w: %d mapped instances for %d instances", models.ErrBadInput, len(mapped), len(b.Instances))
+	}
+	for i, f := range mapped {
+		if len(f) != m.lr.Dim {
+			return models.Annotation{}, fmt.Errorf("%w: mapped instance %d has %d features, want %d", models.ErrBadInput, i, len(f), m.lr.Dim)
+		}
+	}
+	return m.annotate(ctx, b, mapped, mode)
+}
+
+func (m *Model) annotate(ctx context.Context, b *mil.Bag, mapped [][]float64, mode models.Mode) (models.Annotation, error) {
+	if err := ctx.Err(); err != nil {
+		return models.Annotation{}, err
+	}
+	nc := len(m.meta.Classes)
+	logits := make([][]float64, len(mapped))
+	for i, f := range mapped {
+		logits[i] = make([]float64, nc)
+		m.lr.Logits(f, logits[i])
+	}
+	switch mode {
+	case models.Inductive:
+		return inductive(logits), nil
+	case models.Transductive:
+		return m.transductive(b, logits)
+	}
+	return models.Annotation{}, fmt.Errorf("orlr: unknown mode %q", mode)
+}
+
+// inductive applies eq. 26 (argmax of p(y|x) per instance) and eq. 28 (bag
+// label = union). The bag score of class c is 1 − Π_i (1 − p_ic): under the
+// model's own assumptions (independent instance labels, bag label = union)
+// this is exactly p(c ∈ Y | X), so it ranks classes by the probability the
+// model assigns to their presence, using every instance (the paper's
+// max_i p_ic keeps only one).
+func inductive(logits [][]float64) models.Annotation {
+	nc := len(logits[0])
+	a := models.Annotation{
+		InstanceLabels: make([]int, len(logits)),
+		InstanceScores: make([][]float64, len(logits)),
+		BagScores:      make([]float64, nc),
+	}
+	logAbsent := make([]float64, nc)
+	present := make([]bool, nc)
+	for i, z := range logits {
+		p := append([]float64(nil), z...)
+		softmax.SoftmaxInPlace(p)
+		a.InstanceScores[i] = p
+		y := softmax.Argmax(p)
+		a.InstanceLabels[i] = y
+		present[y] = true
+		for c, v := range p {
+			logAbsent[c] += math.Log1p(-v)
+		}
+	}
+	for c := range nc {
+		a.BagScores[c] = -math.Expm1(logAbsent[c])
+	}
+	a.BagLabels = union(present)
+	return a
+}
+
+// transductive applies eq. 27: y_i = argmax_c p(y_i=c, Y | X), which is the
+// E-step posterior; classes outside the known bag label score 0.
+func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation, error) {
+	if !b.Labeled() || len(b.Labels) == 0 {
+		return models.Annotation{}, fmt.Errorf("%w: bag %q: transductive annotation needs a non-empty bag label", models.ErrBadInput, b.ID)
+	}
+	if len(b.Labels) > m.cfg.MaxLabels {
+		return models.Annotation{}, fmt.Errorf("bag %q has %d labels, limit %d: %w", b.ID, len(b.Labels), m.cfg.MaxLabels, models.ErrLabelSetTooLarge)
+	}
+	nc := len(m.meta.Classes)
+	k := len(b.Labels)
+	post := make([][]float64, len(logits))
+	for i := range post {
+		post[i] = make([]float64, k)
+	}
+	if _, err := bagPosteriors(newBagScratch(), FAS, logits, b.Labels, post); err != nil {
+		return models.Annotation{}, fmt.Errorf("orlr: bag %q: %w", b.ID, err)
+	}
+	a := models.Annotation{
+		InstanceLabels: make([]int, len(logits)),
+		InstanceScores: make([][]float64, len(logits)),
+		BagScores:      make([]float64, nc),
+	}
+	present := make([]bool, nc)
+	for i, p := range post {
+		s := make([]float64, nc)
+		best := 0
+		for j, c := range b.Labels {
+			s[c] = p[j]
+			if p[j] > p[best] {
+				best = j
+			}
+		}
+		a.InstanceScores[i] = s
+		a.InstanceLabels[i] = b.Labels[best]
+		present[b.Labels[best]] = true
+	}
+	// The bag label is given: its classes are present with certainty.
+	for _, c := range b.Labels {
+		a.BagScores[c] = 1
+	}
+	a.BagLabels = union(present)
+	return a, nil
+}
+
+func union(present []bool) []int {
+	out := []int{}
+	for c, ok := range present {
+		if ok {
+			out = append(out, c)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
