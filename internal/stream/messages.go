@@ -101,12 +101,15 @@ const (
 	ReasonLabels           Reason = "labels"
 	ReasonOversize         Reason = "oversize"
 	ReasonBadInput         Reason = "bad_input"
+	// ReasonModelError: the model failed on a valid bag for a reason that
+	// is not the input's (a bug); the bag is set aside so the stream moves on.
+	ReasonModelError Reason = "model_error"
 )
 
 // Reasons lists every dead-letter reason.
 func Reasons() []Reason {
 	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
-		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput}
+		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError}
 }
 
 // Stages that dead-letter messages.

@@ -1,0 +1,94 @@
+package stream
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/mimlstream/mimlstream/schemas"
+)
+
+// Observability is what the services need to trace and measure themselves
+// (telemetry.Providers supplies each field). Zero fields mean no-op.
+type Observability struct {
+	Tracer     trace.TracerProvider
+	Meter      metric.MeterProvider
+	Propagator propagation.TextMapPropagator
+	Logger     *slog.Logger
+}
+
+func (o Observability) withDefaults() Observability {
+	if o.Tracer == nil {
+		o.Tracer = nooptrace.NewTracerProvider()
+	}
+	if o.Meter == nil {
+		o.Meter = noopmetric.NewMeterProvider()
+	}
+	if o.Propagator == nil {
+		o.Propagator = propagation.TraceContext{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+const instrumentation = "github.com/mimlstream/mimlstream/internal/stream"
+
+// headerCarrier adapts Kafka headers to the OTel propagation API.
+type headerCarrier struct{ h *[]kafka.Header }
+
+func (c headerCarrier) Get(key string) string {
+	for _, h := range *c.h {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func (c headerCarrier) Set(key, value string) {
+	for i, h := range *c.h {
+		if h.Key == key {
+			(*c.h)[i].Value = []byte(value)
+			return
+		}
+	}
+	*c.h = append(*c.h, kafka.Header{Key: key, Value: []byte(value)})
+}
+
+func (c headerCarrier) Keys() []string {
+	keys := make([]string, len(*c.h))
+	for i, h := range *c.h {
+		keys[i] = h.Key
+	}
+	return keys
+}
+
+// messageHeaders returns the headers of an outgoing message: the trace
+// context of ctx and the schema version.
+func messageHeaders(ctx context.Context, p propagation.TextMapPropagator) []kafka.Header {
+	h := []kafka.Header{
+		{Key: HeaderSchemaVersion, Value: []byte(strconv.Itoa(schemas.Version))},
+		{Key: HeaderContentType, Value: []byte("application/json")},
+	}
+	p.Inject(ctx, headerCarrier{&h})
+	return h
+}
+
+// extractContext returns ctx carrying the remote span context of a message.
+func extractContext(ctx context.Context, p propagation.TextMapPropagator, h []kafka.Header) context.Context {
+	return p.Extract(ctx, headerCarrier{&h})
+}
+
+// headerValue returns the value of a header, or "".
+func headerValue(h []kafka.Header, key string) string {
+	return headerCarrier{&h}.Get(key)
+}
