@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -307,5 +308,23 @@ func TestDispatcher(t *testing.T) {
 		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
 			t.Errorf("run(%q) = %d, stdout %q, stderr %q", tc.args, code, stdout, stderr)
 		}
+	}
+}
+
+func TestLoadPaperSplit(t *testing.T) {
+	d, split, err := loadData(filepath.Join("..", "..", "testdata", "mscv2", "MSCV2.mat"), "paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MSCV2's trnidx/tstidx: 532 training and 59 test bags, disjoint, covering all 591.
+	if len(d.Bags) != 591 || split == nil || len(split.Train) != 532 || len(split.Test) != 59 {
+		t.Fatalf("bags %d, split %d/%d", len(d.Bags), len(split.Train), len(split.Test))
+	}
+	seen := make([]bool, len(d.Bags))
+	for _, i := range append(slices.Clone(split.Train), split.Test...) {
+		if seen[i] {
+			t.Fatalf("bag %d in both parts", i)
+		}
+		seen[i] = true
 	}
 }
