@@ -1,0 +1,201 @@
+// Package baseline holds the reference points of Pham et al. (2017, Section
+// 6.2) as model kinds: SLR, multinomial logistic regression trained on the
+// true instance labels (the upper bound no weakly supervised method should
+// beat), and Dummy, which labels every instance with the most common class
+// (the lower bound).
+package baseline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/softmax"
+)
+
+// SLRKind returns the supervised logistic regression kind ("slr"). Params:
+// l2 (float, default 1e-4, on the mean log-likelihood) and iters (int,
+// L-BFGS iterations, default 500).
+func SLRKind() models.Kind {
+	return models.Kind{
+		Name:          "slr",
+		Description:   "multinomial logistic regression on the true instance labels (supervised upper bound, Pham et al. 2017)",
+		InstanceLevel: true,
+		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
+			return FitSLR(ctx, d, o)
+		},
+		Decode: func(meta models.Meta, state []byte) (models.Model, error) { return DecodeSLR(meta, state) },
+	}
+}
+
+// SLR is a fitted supervised logistic regression. Safe for concurrent use.
+type SLR struct {
+	meta models.Meta
+	lr   *softmax.Model
+}
+
+// FitSLR trains on every training instance that has a ground-truth label.
+// It errors (wrapping models.ErrBadInput) when there is none: the data set
+// cannot provide the upper bound.
+func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SLR, error) {
+	l2, err := opt.Params.Float("l2", 1e-4)
+	if err != nil {
+		return nil, err
+	}
+	iters, err := opt.Params.Int("iters", 500)
+	if err != nil {
+		return nil, err
+	}
+	if l2 < 0 || iters < 1 {
+		return nil, fmt.Errorf("slr: l2=%v must be >= 0 and iters=%d >= 1", l2, iters)
+	}
+	nc := len(train.Classes)
+	if nc == 0 || train.Dim <= 0 {
+		return nil, fmt.Errorf("slr: dataset has %d classes and dimension %d", nc, train.Dim)
+	}
+	var xs, ts [][]float64
+	for i := range train.Bags {
+		b := &train.Bags[i]
+		if err := b.Validate(train.Dim, nc); err != nil {
+			return nil, fmt.Errorf("slr: %w: %w", models.ErrBadInput, err)
+		}
+		for j, y := range b.InstanceLabels {
+			if y == mil.Unlabeled {
+				continue
+			}
+			t := make([]float64, nc)
+			t[y] = 1
+			xs = append(xs, b.Instances[j])
+			ts = append(ts, t)
+		}
+	}
+	if len(xs) == 0 {
+		return nil, fmt.Errorf("slr: %w: no training instance has a ground-truth label", models.ErrBadInput)
+	}
+	prob, err := softmax.NewProblem(nc, train.Dim, xs, ts, l2, opt.Workers)
+	if err != nil {
+		return nil, fmt.Errorf("slr: %w", err)
+	}
+	lr := softmax.New(nc, train.Dim)
+	if w, ok := opt.Warm.(*SLR); ok && w.lr.Classes == nc && w.lr.Dim == train.Dim {
+		copy(lr.W, w.lr.W)
+	}
+	if _, err := prob.MaximizeLBFGS(ctx, lr.W, iters, 1e-8); err != nil {
+		return nil, err
+	}
+	if opt.Progress != nil {
+		opt.Progress(1, 1)
+	}
+	meta := models.Meta{Kind: "slr", Classes: train.Classes, Dim: train.Dim, InstanceLevel: true,
+		Params: models.Params{"l2": fmt.Sprint(l2), "iters": fmt.Sprint(iters)}}
+	return &SLR{meta: meta, lr: lr}, nil
+}
+
+// DecodeSLR rebuilds a model from MarshalState output.
+func DecodeSLR(meta models.Meta, state []byte) (*SLR, error) {
+	var lr softmax.Model
+	if err := json.Unmarshal(state, &lr); err != nil {
+		return nil, fmt.Errorf("slr: %w", err)
+	}
+	if err := lr.Validate(); err != nil {
+		return nil, fmt.Errorf("slr: %w", err)
+	}
+	if lr.Classes != len(meta.Classes) || lr.Dim != meta.Dim {
+		return nil, fmt.Errorf("slr: parameters %d×%d do not match the metadata %d×%d", lr.Classes, lr.Dim, len(meta.Classes), meta.Dim)
+	}
+	return &SLR{meta: meta, lr: &lr}, nil
+}
+
+// Meta describes the model.
+func (m *SLR) Meta() models.Meta { return m.meta }
+
+// MarshalState encodes the weights.
+func (m *SLR) MarshalState() ([]byte, error) { return json.Marshal(m.lr) }
+
+// Annotate predicts argmax_c p(c|x) per instance (inductive) or the argmax
+// over the bag label's classes (transductive, with the probabilities
+// renormalised over them); the bag label is the union, the bag score of c
+// is 1 − Π_i (1 − p_ic), the probability that some instance is c.
+func (m *SLR) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+	nc := len(m.meta.Classes)
+	if err := checkBag(b, m.meta.Dim, nc, mode); err != nil {
+		return models.Annotation{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return models.Annotation{}, err
+	}
+	probs := make([][]float64, len(b.Instances))
+	for i, x := range b.Instances {
+		probs[i] = make([]float64, nc)
+		m.lr.Probs(x, probs[i])
+		if mode == models.Transductive {
+			restrict(probs[i], b.Labels)
+		}
+	}
+	a := models.Annotation{InstanceLabels: make([]int, len(probs)), InstanceScores: probs, BagScores: make([]float64, nc)}
+	logAbsent := make([]float64, nc)
+	present := make([]bool, nc)
+	for i, p := range probs {
+		y := softmax.Argmax(p)
+		a.InstanceLabels[i] = y
+		present[y] = true
+		for c, v := range p {
+			logAbsent[c] += math.Log1p(-min(v, 1))
+		}
+	}
+	for c := range nc {
+		a.BagScores[c] = -math.Expm1(logAbsent[c])
+	}
+	a.BagLabels = union(present)
+	return a, nil
+}
+
+// restrict zeroes the classes outside labels and renormalises.
+func restrict(p []float64, labels []int) {
+	s := 0.0
+	keep := make([]float64, len(labels))
+	for j, c := range labels {
+		keep[j] = p[c]
+		s += p[c]
+	}
+	clear(p)
+	for j, c := range labels {
+		if s > 0 {
+			p[c] = keep[j] / s
+		} else {
+			p[c] = 1 / float64(len(labels))
+		}
+	}
+}
+
+// checkBag validates a query bag; errors wrap models.ErrBadInput.
+func checkBag(b *mil.Bag, dim, classes int, mode models.Mode) error {
+	if err := b.Validate(dim, classes); err != nil {
+		return fmt.Errorf("%w: %w", models.ErrBadInput, err)
+	}
+	switch mode {
+	case models.Inductive:
+	case models.Transductive:
+		if len(b.Labels) == 0 {
+			return fmt.Errorf("%w: bag %q: transductive annotation needs a non-empty bag label", models.ErrBadInput, b.ID)
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	return nil
+}
+
+func union(present []bool) []int {
+	out := []int{}
+	for c, ok := range present {
+		if ok {
+			out = append(out, c)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
