@@ -2,9 +2,17 @@
 // ships. Commands build it once at start-up; nothing registers itself.
 package catalog
 
-import "github.com/mimlstream/mimlstream/internal/models"
+import (
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/baseline"
+	"github.com/mimlstream/mimlstream/internal/models/orlr"
+)
 
 // New returns a registry of all model kinds.
 func New() *models.Registry {
-	return models.NewRegistry()
+	return models.NewRegistry(
+		orlr.Kind(),
+		baseline.SLRKind(),
+		baseline.DummyKind(),
+	)
 }
