@@ -101,7 +101,14 @@ func ReadC45(names, data io.Reader, name string) (*mil.Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("names: %w", err)
 	}
-	var g bagGrouper
+	return readC45Data(nm, data, name)
+}
+
+func readC45Data(nm *c45Names, data io.Reader, name string) (*mil.Dataset, error) {
+	var (
+		g   bagGrouper
+		err error
+	)
 	sc := newLineScanner(data)
 	ln := 0
 	for sc.Scan() {
@@ -116,16 +123,16 @@ func ReadC45(names, data io.Reader, name string) (*mil.Dataset, error) {
 		}
 		f := strings.Split(strings.TrimSuffix(line, "."), ",")
 		if len(f) != len(nm.attrs)+1 {
-			return nil, fmt.Errorf("data: %w", lineError(ln, "%d fields, want %d attributes and the class", len(f), len(nm.attrs)))
+			return nil, lineError(ln, "%d fields, want %d attributes and the class", len(f), len(nm.attrs))
 		}
 		class := strings.TrimSpace(f[len(f)-1])
 		if !slices.Contains(nm.classes, class) {
-			return nil, fmt.Errorf("data: %w", lineError(ln, "class %q not in %q", class, nm.classes))
+			return nil, lineError(ln, "class %q not in %q", class, nm.classes)
 		}
 		x := make([]float64, len(nm.features))
 		for k, j := range nm.features {
 			if x[k], err = parseFeature(f[j]); err != nil {
-				return nil, fmt.Errorf("data: %w", lineError(ln, "attribute %s: %v", nm.attrs[j], err))
+				return nil, lineError(ln, "attribute %s: %v", nm.attrs[j], err)
 			}
 		}
 		b := &g.bags[g.bag(strings.TrimSpace(f[nm.bagAttr]))]
@@ -135,10 +142,10 @@ func ReadC45(names, data io.Reader, name string) (*mil.Dataset, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("data: line %d: %w", ln+1, err)
+		return nil, fmt.Errorf("line %d: %w", ln+1, err)
 	}
 	if len(g.bags) == 0 {
-		return nil, fmt.Errorf("data: %w: no instances", ErrFormat)
+		return nil, fmt.Errorf("%w: no instances", ErrFormat)
 	}
 	return &mil.Dataset{Name: name, Classes: binaryClasses(), Dim: len(nm.features), Bags: g.bags}, nil
 }
@@ -156,7 +163,11 @@ func LoadC45(path string) (*mil.Dataset, error) {
 		return nil, err
 	}
 	defer df.Close()
-	d, err := ReadC45(nf, df, datasetName(path))
+	nm, err := readC45Names(nf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", namesPath, err)
+	}
+	d, err := readC45Data(nm, df, datasetName(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

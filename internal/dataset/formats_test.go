@@ -212,6 +212,12 @@ func TestMalformed(t *testing.T) {
 		{"mill empty", mill, "", "no instances", nil},
 		{"c45 wrong field count", c45, "i1,1,2,1.\n", "line 1", nil},
 		{"c45 unknown class", c45, "m1,i1,1,2,3.\n", "class", nil},
+		{"c45 names one class", func(s string) (*mil.Dataset, error) {
+			return ReadC45(strings.NewReader("1.\nmol: m1.\nf1: continuous.\n"), strings.NewReader(s), "t")
+		}, "m1,1,1.\n", "classes", nil},
+		{"c45 names no colon", func(s string) (*mil.Dataset, error) {
+			return ReadC45(strings.NewReader("0,1.\nmol m1.\n"), strings.NewReader(s), "t")
+		}, "m1,1,1.\n", "line 2", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

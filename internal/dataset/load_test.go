@@ -144,6 +144,24 @@ func TestPhamFrost(t *testing.T) {
 	if novel != 150 {
 		t.Errorf("%d novel instances, want 150", novel)
 	}
+
+	// Frost also carries Y_backup, the bag labels including the novel
+	// column: it must be the OR of all instance labels, novel included.
+	vars, err := readMAT(testdata("letter_frost_pham_novelclass/newlabels.mat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yb := vars["Y_backup"]
+	if yb == nil || yb.Rows() != len(d.Bags) || yb.Cols() != c+1 {
+		t.Fatalf("Y_backup missing or not %dx%d", len(d.Bags), c+1)
+	}
+	for i, b := range d.Bags {
+		for k := 0; k <= c; k++ {
+			if want := slices.Contains(b.InstanceLabels, k); (yb.At(i, k) == 1) != want {
+				t.Fatalf("bag %s: Y_backup(:,%d) = %v, OR of instance labels says %v", b.ID, k+1, yb.At(i, k), want)
+			}
+		}
+	}
 }
 
 // checkBagLabelsAreOR verifies that each bag's label set is the set of its

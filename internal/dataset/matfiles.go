@@ -67,7 +67,7 @@ func mscv2FromVars(path string, vars map[string]*mat.Array) (*mil.Dataset, *Spli
 			InstanceLabels: make([]int, n),
 		}
 		for r := range n {
-			lab, err := oneHot(yi, r, 1)
+			lab, err := oneHot(yi, r, 1, -1)
 			if err != nil {
 				return nil, nil, bad("y{%d} row %d: %v", i+1, r+1, err)
 			}
@@ -164,7 +164,7 @@ func phamFromVars(path string, vars map[string]*mat.Array) (*mil.Dataset, error)
 		for j := range n {
 			// Column j of X{i} is instance j; column-major storage makes it contiguous.
 			b.Instances[j] = append([]float64(nil), x.Data[j*d.Dim:(j+1)*d.Dim]...)
-			lab, err := oneHot(yi, j, 1)
+			lab, err := oneHot(yi, j, 1, 0)
 			if err != nil {
 				return nil, bad("y{%d} row %d: %v", i+1, j+1, err)
 			}
@@ -197,15 +197,20 @@ func rowsOf(a *mat.Array) [][]float64 {
 	return rows
 }
 
-// oneHot returns the column holding on in row r, requiring exactly one.
-func oneHot(a *mat.Array, r int, on float64) (int, error) {
+// oneHot returns the column holding on in row r, requiring exactly one and
+// every other entry to be off.
+func oneHot(a *mat.Array, r int, on, off float64) (int, error) {
 	lab := -1
 	for c := range a.Cols() {
-		if a.At(r, c) == on {
+		switch v := a.At(r, c); v {
+		case on:
 			if lab >= 0 {
 				return 0, fmt.Errorf("two classes (%d and %d)", lab, c)
 			}
 			lab = c
+		case off:
+		default:
+			return 0, fmt.Errorf("column %d holds %v, want %v or %v", c+1, v, on, off)
 		}
 	}
 	if lab < 0 {
