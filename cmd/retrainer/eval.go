@@ -92,6 +92,7 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 		return err
 	}
 	cfg.Split = split
+	cfg.Logger = e.logger
 	e.logger.Info("dataset loaded", "path", f.data, "name", data.Name, "bags", len(data.Bags),
 		"instances", data.NumInstances(), "classes", len(data.Classes), "dim", data.Dim,
 		"seconds", time.Since(start).Seconds())

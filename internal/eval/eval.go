@@ -176,11 +176,17 @@ func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol stri
 	}
 	switch {
 	case cfg.Split != nil:
-		for _, idx := range [][]int{cfg.Split.Train, cfg.Split.Test} {
+		// part[i] is 1 for a training bag, 2 for a test bag.
+		part := make([]int, n)
+		for p, idx := range [][]int{cfg.Split.Train, cfg.Split.Test} {
 			for _, i := range idx {
 				if i < 0 || i >= n {
 					return nil, 0, "", fmt.Errorf("split index %d outside the %d bags", i, n)
 				}
+				if part[i] != 0 {
+					return nil, 0, "", fmt.Errorf("split: bag %d listed twice (train and test must be disjoint)", i)
+				}
+				part[i] = p + 1
 			}
 		}
 		if len(cfg.Split.Train) == 0 || len(cfg.Split.Test) == 0 {

@@ -373,8 +373,14 @@ func TestRunSplit(t *testing.T) {
 	if got := rep.InstanceAccuracy.Mean; math.Abs(got-4.0/5) > 1e-12 {
 		t.Errorf("instance accuracy %v, want 4/5", got)
 	}
-	if _, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Split: &Split{Train: []int{0}, Test: []int{9}}}); err == nil {
-		t.Error("out-of-range split accepted")
+	for _, bad := range []Split{
+		{Train: []int{0}, Test: []int{9}},
+		{Train: []int{0, 1}, Test: []int{1, 2}},
+		{Train: []int{0, 1}},
+	} {
+		if _, err := Run(context.Background(), evaltest.Echo(nil, ""), data, Config{Split: &bad}); err == nil {
+			t.Errorf("split %+v accepted", bad)
+		}
 	}
 }
 
