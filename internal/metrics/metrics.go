@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
@@ -77,31 +76,18 @@ func HammingBag(truth, pred []int, q int) (float64, error) {
 	return float64(diff) / float64(q), nil
 }
 
-// ranking holds the pessimistic ranks of one bag's class scores.
-type ranking struct {
-	rank []int // rank[c] in 1..q
-}
-
-func newRanking(scores []float64) ranking {
-	q := len(scores)
-	order := make([]int, q)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
-	r := ranking{rank: make([]int, q)}
-	for start := 0; start < q; {
-		end := start + 1
-		for end < q && scores[order[end]] == scores[order[start]] {
-			end++
+// rank returns the pessimistic rank of class c: the number of classes scored
+// at least as high, so tied classes all take the worst rank of their group.
+// Computing it per true class costs O(|Y| Q), less than sorting all Q
+// classes when label sets are small.
+func rank(scores []float64, c int) int {
+	n := 0
+	for _, s := range scores {
+		if s >= scores[c] {
+			n++
 		}
-		// Every member of a tie group takes the group's last position.
-		for _, c := range order[start:end] {
-			r.rank[c] = end
-		}
-		start = end
 	}
-	return r
+	return n
 }
 
 // checkScored validates a bag's truth and scores for the ranking measures and
@@ -148,10 +134,9 @@ func CoverageBag(truth []int, scores []float64) (v float64, ok bool, err error) 
 	if len(truth) == 0 {
 		return 0, false, nil
 	}
-	r := newRanking(scores)
 	worst := 0
 	for _, c := range truth {
-		worst = max(worst, r.rank[c])
+		worst = max(worst, rank(scores, c))
 	}
 	return float64(worst - 1), true, nil
 }
@@ -163,20 +148,19 @@ func RankingLossBag(truth []int, scores []float64) (v float64, ok bool, err erro
 	if ok, err = checkScored(truth, scores); !ok {
 		return 0, false, err
 	}
-	irrelevant := make([]float64, 0, len(scores)-len(truth))
-	for c, s := range scores {
-		if !slices.Contains(truth, c) {
-			irrelevant = append(irrelevant, s)
+	relevant := make([]bool, len(scores))
+	for _, c := range truth {
+		relevant[c] = true
+	}
+	bad := 0
+	for _, l := range truth {
+		for c, s := range scores {
+			if !relevant[c] && scores[l] <= s {
+				bad++
+			}
 		}
 	}
-	slices.Sort(irrelevant)
-	bad := 0
-	for _, c := range truth {
-		// Irrelevant classes scored at least as high as c.
-		i, _ := slices.BinarySearch(irrelevant, scores[c])
-		bad += len(irrelevant) - i
-	}
-	return float64(bad) / float64(len(truth)*len(irrelevant)), true, nil
+	return float64(bad) / float64(len(truth)*(len(scores)-len(truth))), true, nil
 }
 
 // AveragePrecisionBag returns, averaged over the true classes l, the fraction
@@ -186,16 +170,19 @@ func AveragePrecisionBag(truth []int, scores []float64) (v float64, ok bool, err
 	if ok, err = checkScored(truth, scores); !ok {
 		return 0, false, err
 	}
-	r := newRanking(scores)
+	ranks := make([]int, len(truth))
+	for i, l := range truth {
+		ranks[i] = rank(scores, l)
+	}
 	sum := 0.0
-	for _, l := range truth {
+	for _, rl := range ranks {
 		above := 0
-		for _, m := range truth {
-			if r.rank[m] <= r.rank[l] {
+		for _, rm := range ranks {
+			if rm <= rl {
 				above++
 			}
 		}
-		sum += float64(above) / float64(r.rank[l])
+		sum += float64(above) / float64(rl)
 	}
 	return sum / float64(len(truth)), true, nil
 }

@@ -116,8 +116,59 @@ func TestHammingBag(t *testing.T) {
 	}
 }
 
-// TestRankingBruteForce compares the sort-based measures with a direct
-// transcription of the definitions, O(Q^2), on random bags with many ties.
+// bruteForce transcribes the definitions literally, enumerating the pairs, with
+// rank_f(l) = |{l' : f(l') >= f(l)}|. One-error, ranking loss and average
+// precision are 0 for empty or full label sets, coverage for empty ones.
+func bruteForce(truth []int, scores []float64) (oneErr, cov, rl, ap float64) {
+	q := len(scores)
+	rank := func(c int) int {
+		n := 0
+		for _, s := range scores {
+			if s >= scores[c] {
+				n++
+			}
+		}
+		return n
+	}
+	in := func(c int) bool { return slices.Contains(truth, c) }
+	for _, l := range truth {
+		cov = max(cov, float64(rank(l)-1))
+	}
+	if len(truth) == 0 || len(truth) == q {
+		return 0, cov, 0, 0
+	}
+	top := slices.Max(scores)
+	for c := range scores {
+		if scores[c] == top && !in(c) {
+			oneErr = 1
+		}
+	}
+	pairs, bad := 0, 0
+	for _, l := range truth {
+		for c := range scores {
+			if !in(c) {
+				pairs++
+				if scores[l] <= scores[c] {
+					bad++
+				}
+			}
+		}
+	}
+	rl = float64(bad) / float64(pairs)
+	for _, l := range truth {
+		n := 0
+		for _, m := range truth {
+			if rank(m) <= rank(l) {
+				n++
+			}
+		}
+		ap += float64(n) / float64(rank(l))
+	}
+	return oneErr, cov, rl, ap / float64(len(truth))
+}
+
+// TestRankingBruteForce compares the measures with a literal transcription
+// of the definitions on random bags with many ties.
 func TestRankingBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 2000; trial++ {
@@ -132,52 +183,8 @@ func TestRankingBruteForce(t *testing.T) {
 				truth = append(truth, c)
 			}
 		}
-		rank := func(c int) int {
-			n := 0
-			for _, s := range scores {
-				if s >= scores[c] {
-					n++
-				}
-			}
-			return n
-		}
-		in := func(c int) bool { return slices.Contains(truth, c) }
 		nontrivial := len(truth) > 0 && len(truth) < q
-
-		var wantOE, wantRL, wantAP, wantCov float64
-		if nontrivial {
-			top := slices.Max(scores)
-			for c := range scores {
-				if scores[c] == top && !in(c) {
-					wantOE = 1
-				}
-			}
-			pairs, bad := 0, 0
-			for _, l := range truth {
-				for c := range scores {
-					if !in(c) {
-						pairs++
-						if scores[l] <= scores[c] {
-							bad++
-						}
-					}
-				}
-			}
-			wantRL = float64(bad) / float64(pairs)
-			for _, l := range truth {
-				n := 0
-				for _, m := range truth {
-					if rank(m) <= rank(l) {
-						n++
-					}
-				}
-				wantAP += float64(n) / float64(rank(l))
-			}
-			wantAP /= float64(len(truth))
-		}
-		for _, l := range truth {
-			wantCov = max(wantCov, float64(rank(l)-1))
-		}
+		wantOE, wantCov, wantRL, wantAP := bruteForce(truth, scores)
 
 		check := func(name string, f func([]int, []float64) (float64, bool, error), want float64, defined bool) {
 			t.Helper()
