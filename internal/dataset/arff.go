@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -59,6 +61,10 @@ func (a arffAttr) numeric() bool {
 // names the label attributes (from the Mulan XML); when nil, every
 // attribute after the relational one is a label. The attribute just before
 // the relational one, if any, gives the bag ID.
+//
+// A file without a relational attribute (Mulan's Corel5k) is read with
+// readFlatARFF when labels are given: each present feature becomes a
+// one-hot instance.
 func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 	sc := newLineScanner(r)
 	var (
@@ -124,27 +130,24 @@ func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 			rel = i
 		}
 	}
-	if rel < 0 || len(attrs[rel].relational) == 0 {
-		return nil, fmt.Errorf("%w: no relational attribute with numeric members: not a multi-instance ARFF", ErrFormat)
+	if rel < 0 {
+		if labels == nil {
+			return nil, fmt.Errorf("%w: no relational attribute and no label XML: not a multi-instance ARFF", ErrFormat)
+		}
+		return readFlatARFF(sc, ln, attrs, labels, name)
+	}
+	if len(attrs[rel].relational) == 0 {
+		return nil, fmt.Errorf("%w: relational attribute %s has no members", ErrFormat, attrs[rel].name)
 	}
 	dim := len(attrs[rel].relational)
-	var labelCols []int
 	if labels == nil {
 		for i := rel + 1; i < len(attrs); i++ {
 			labels = append(labels, attrs[i].name)
-			labelCols = append(labelCols, i)
-		}
-	} else {
-		for _, l := range labels {
-			i := slices.IndexFunc(attrs, func(a arffAttr) bool { return a.name == l })
-			if i < 0 {
-				return nil, fmt.Errorf("%w: label %q of the XML is not an attribute", ErrFormat, l)
-			}
-			labelCols = append(labelCols, i)
 		}
 	}
-	if len(labelCols) == 0 {
-		return nil, fmt.Errorf("%w: no label attributes", ErrFormat)
+	labelCols, err := attrIndices(attrs, labels)
+	if err != nil {
+		return nil, err
 	}
 
 	d := &mil.Dataset{Name: name, Classes: labels, Dim: dim}
@@ -155,7 +158,7 @@ func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 			continue
 		}
 		if line[0] == '{' {
-			return nil, lineError(ln, "sparse ARFF rows are not supported")
+			return nil, lineError(ln, "sparse rows are not supported with a relational attribute")
 		}
 		f, err := splitARFFRow(line)
 		if err != nil {
@@ -164,7 +167,7 @@ func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 		if len(f) != len(attrs) {
 			return nil, lineError(ln, "%d values, want %d attributes", len(f), len(attrs))
 		}
-		b := mil.Bag{ID: fmt.Sprintf("%s-%d", name, len(d.Bags)+1), Labels: []int{}}
+		b := mil.Bag{ID: fmt.Sprintf("%s-%d", name, len(d.Bags)+1)}
 		if rel > 0 {
 			b.ID = f[rel-1]
 		}
@@ -188,14 +191,130 @@ func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 		if len(b.Instances) == 0 {
 			return nil, lineError(ln, "bag %s has no instances", b.ID)
 		}
-		for c, col := range labelCols {
-			switch strings.TrimSpace(f[col]) {
-			case "1":
-				b.Labels = append(b.Labels, c)
-			case "0":
-			default:
-				return nil, lineError(ln, "label %s is %q, want 0 or 1", labels[c], f[col])
+		if b.Labels, err = binaryLabels(f, labelCols, labels); err != nil {
+			return nil, lineError(ln, "bag %s: %v", b.ID, err)
+		}
+		d.Bags = append(d.Bags, b)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", ln+1, err)
+	}
+	if len(d.Bags) == 0 {
+		return nil, fmt.Errorf("%w: no bags in @data", ErrFormat)
+	}
+	return d, nil
+}
+
+// attrIndices returns the attribute index of each label name.
+func attrIndices(attrs []arffAttr, labels []string) ([]int, error) {
+	cols := make([]int, len(labels))
+	for k, l := range labels {
+		i := slices.IndexFunc(attrs, func(a arffAttr) bool { return a.name == l })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: label %q is not an attribute", ErrFormat, l)
+		}
+		cols[k] = i
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%w: no label attributes", ErrFormat)
+	}
+	return cols, nil
+}
+
+// binaryLabels reads the 0/1 label columns of a row as a label set.
+func binaryLabels(f []string, cols []int, labels []string) ([]int, error) {
+	set := []int{}
+	for c, col := range cols {
+		switch strings.TrimSpace(f[col]) {
+		case "1":
+			set = append(set, c)
+		case "0":
+		default:
+			return nil, fmt.Errorf("label %s is %q, want 0 or 1", labels[c], f[col])
+		}
+	}
+	return set, nil
+}
+
+// readFlatARFF reads a Mulan multi-label ARFF without a relational
+// attribute, such as Corel5k, whose feature attributes flag the presence of
+// a discrete token (a blob cluster). Each present token becomes one
+// instance, one-hot over the feature attributes, as FORMATS.md prescribes
+// for using such data as MIML. Rows may be dense or sparse
+// ({index value, ...} with 0-based attribute indices, absent meaning 0).
+func readFlatARFF(sc *bufio.Scanner, ln int, attrs []arffAttr, labels []string, name string) (*mil.Dataset, error) {
+	labelCols, err := attrIndices(attrs, labels)
+	if err != nil {
+		return nil, err
+	}
+	featOf := make([]int, len(attrs)) // attribute index -> feature index, or -1
+	dim := 0
+	for i := range attrs {
+		featOf[i] = -1
+		if !slices.Contains(labelCols, i) {
+			featOf[i] = dim
+			dim++
+		}
+	}
+	if dim == 0 {
+		return nil, fmt.Errorf("%w: no feature attributes besides the labels", ErrFormat)
+	}
+	d := &mil.Dataset{Name: name, Classes: labels, Dim: dim}
+	vals := make([]string, len(attrs))
+	for sc.Scan() {
+		ln++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '%' {
+			continue
+		}
+		if line[0] == '{' {
+			if !strings.HasSuffix(line, "}") {
+				return nil, lineError(ln, "sparse row without a closing brace")
 			}
+			for i := range vals {
+				vals[i] = "0"
+			}
+			body := strings.TrimSpace(line[1 : len(line)-1])
+			if body != "" {
+				for _, pair := range strings.Split(body, ",") {
+					is, v, ok := strings.Cut(strings.TrimSpace(pair), " ")
+					i, err := strconv.Atoi(is)
+					if !ok || err != nil || i < 0 || i >= len(attrs) {
+						return nil, lineError(ln, "sparse pair %q is not \"index value\" with index in 0..%d", pair, len(attrs)-1)
+					}
+					vals[i] = strings.TrimSpace(v)
+				}
+			}
+		} else {
+			f, err := splitARFFRow(line)
+			if err != nil {
+				return nil, lineError(ln, "%v", err)
+			}
+			if len(f) != len(attrs) {
+				return nil, lineError(ln, "%d values, want %d attributes", len(f), len(attrs))
+			}
+			copy(vals, f)
+		}
+		b := mil.Bag{ID: fmt.Sprintf("%s-%d", name, len(d.Bags)+1)}
+		for i, v := range vals {
+			if featOf[i] < 0 {
+				continue
+			}
+			x, err := parseFeature(v)
+			if err != nil {
+				return nil, lineError(ln, "attribute %s: %v", attrs[i].name, err)
+			}
+			if x != 0 {
+				inst := make([]float64, dim)
+				inst[featOf[i]] = 1
+				b.Instances = append(b.Instances, inst)
+			}
+		}
+		if len(b.Instances) == 0 {
+			return nil, lineError(ln, "bag %s has no present feature, hence no instance", b.ID)
+		}
+		if b.Labels, err = binaryLabels(vals, labelCols, labels); err != nil {
+			return nil, lineError(ln, "bag %s: %v", b.ID, err)
 		}
 		d.Bags = append(d.Bags, b)
 	}

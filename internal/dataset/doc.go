@@ -7,7 +7,10 @@
 //	.mat            MATLAB v5: MSCV2 (variables Bags, y, Y, trnidx, tstidx) or
 //	                Pham et al.'s MIML-NC newlabels.mat (X, y, Y)
 //	.arff           Weka relational ARFF; label attributes named by a sibling
-//	                Mulan .xml with the same base name when present
+//	                Mulan .xml with the same base name when present. A Mulan
+//	                ARFF without a relational attribute (Corel5k, dense or
+//	                sparse rows) needs the .xml; each present feature becomes
+//	                one one-hot instance
 //	.data           C4.5 when a sibling .names with the same base name
 //	                exists, MILL text (dense or sparse index:value) otherwise
 //	.jsonl, .ndjson the project's JSON-lines bag format

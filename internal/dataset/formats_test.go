@@ -209,6 +209,7 @@ func TestMalformed(t *testing.T) {
 		{"mill mixed sparse", mill, "i1,b1,1,1:2\ni2,b1,1,1,2\n", "line 2", nil},
 		{"mill bad sparse index", mill, "i1,b1,1,0:2\n", "line 1", nil},
 		{"mill too short", mill, "i1,b1\n", "line 1", nil},
+		{"mill dense then featureless", mill, "i1,b1,1,1,2\ni2,b1,1,\n", "line 2", nil},
 		{"mill empty", mill, "", "no instances", nil},
 		{"c45 wrong field count", c45, "i1,1,2,1.\n", "line 1", nil},
 		{"c45 unknown class", c45, "m1,i1,1,2,3.\n", "class", nil},
@@ -283,14 +284,14 @@ func TestMILLSparse(t *testing.T) {
 	sameDataset(t, got, want)
 
 	// A stated dimension pads; one below the largest index is an error.
-	small := "i1,b1,1,2:5\ni2,b2,0,1:1\n"
+	small := "i1,b1,1,2:5\ni2,b2,0,1:1\ni3,b2,0,\n"
 	d, err := ReadMILL(strings.NewReader(small), "s", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameDataset(t, d, &mil.Dataset{Name: "s", Classes: []string{"positive"}, Dim: 4, Bags: []mil.Bag{
 		{ID: "b1", Instances: [][]float64{{0, 5, 0, 0}}, Labels: []int{0}},
-		{ID: "b2", Instances: [][]float64{{1, 0, 0, 0}}, Labels: []int{}},
+		{ID: "b2", Instances: [][]float64{{1, 0, 0, 0}, {0, 0, 0, 0}}, Labels: []int{}},
 	}})
 	if _, err := ReadMILL(strings.NewReader(small), "s", 1); !errors.Is(err, ErrFormat) {
 		t.Fatalf("dim 1 with index 2: err = %v", err)
@@ -410,4 +411,35 @@ func FuzzReadJSONL(f *testing.F) {
 		}
 		sameDataset(t, back, d)
 	})
+}
+
+// TestARFFFlatSparse reads a Corel5k-like Mulan sparse ARFF: present
+// clusters become one-hot instances, labels come from the XML names.
+func TestARFFFlatSparse(t *testing.T) {
+	in := `@relation corel
+@attribute Cluster1 {0,1}
+@attribute Cluster2 {0,1}
+@attribute Cluster3 {0,1}
+@attribute sky {0,1}
+@attribute sun {0,1}
+@data
+{0 1, 2 1, 4 1}
+{1 1,3 1}
+0,1,1,1,1
+`
+	d, err := ReadARFF(strings.NewReader(in), []string{"sky", "sun"}, "corel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDataset(t, d, &mil.Dataset{Name: "corel", Classes: []string{"sky", "sun"}, Dim: 3, Bags: []mil.Bag{
+		{ID: "corel-1", Instances: [][]float64{{1, 0, 0}, {0, 0, 1}}, Labels: []int{1}},
+		{ID: "corel-2", Instances: [][]float64{{0, 1, 0}}, Labels: []int{0}},
+		{ID: "corel-3", Instances: [][]float64{{0, 1, 0}, {0, 0, 1}}, Labels: []int{0, 1}},
+	}})
+	for _, bad := range []string{"{0 1, 9 1}\n", "{0 1, 3 1\n", "{3 1}\n", "{0 1, 3 2}\n"} {
+		head := in[:strings.Index(in, "@data")+len("@data\n")]
+		if _, err := ReadARFF(strings.NewReader(head+bad), []string{"sky", "sun"}, "corel"); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "line 8") {
+			t.Errorf("%q: err = %v, want ErrFormat at line 8", bad, err)
+		}
+	}
 }

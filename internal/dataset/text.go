@@ -87,10 +87,15 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 		idx       []int
 		val       []float64
 	}
+	const (
+		unknown = iota
+		dense
+		sparse
+	)
 	var (
 		g      bagGrouper
-		sparse []sparseRow
-		isSp   = -1 // unknown until the first line
+		rows   []sparseRow // sparse instances, filled in once dim is known
+		layout = unknown
 		maxIdx int
 		ln     int
 	)
@@ -102,28 +107,37 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 			continue
 		}
 		f := strings.Split(line, ",")
-		if len(f) < 4 {
+		if len(f) < 3 {
 			return nil, lineError(ln, "%d fields, want instance,bag,label,features...", len(f))
+		}
+		feats := f[3:]
+		if len(feats) == 1 && strings.TrimSpace(feats[0]) == "" {
+			feats = nil // a trailing comma and nothing else
 		}
 		lab, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
 		if err != nil || (lab != 0 && lab != 1) {
 			return nil, lineError(ln, "label %q is not 0 or 1", f[2])
 		}
-		sp := strings.Contains(f[3], ":")
-		if isSp < 0 {
-			isSp = map[bool]int{false: 0, true: 1}[sp]
+		// A sparse instance may have no features at all (all zero); a
+		// dense one cannot.
+		lineLayout := dense
+		if len(feats) == 0 || strings.Contains(feats[0], ":") {
+			lineLayout = sparse
 		}
-		if sp != (isSp == 1) {
-			return nil, lineError(ln, "mixes sparse index:value and dense features")
+		if layout == unknown {
+			layout = lineLayout
+		}
+		if lineLayout != layout {
+			return nil, lineError(ln, "mixes sparse index:value and dense features (or has none)")
 		}
 		bi := g.bag(strings.TrimSpace(f[1]))
 		b := &g.bags[bi]
 		if lab == 1 && len(b.Labels) == 0 {
 			b.Labels = []int{0}
 		}
-		if !sp {
-			x := make([]float64, len(f)-3)
-			for j, s := range f[3:] {
+		if layout == dense {
+			x := make([]float64, len(feats))
+			for j, s := range feats {
 				if x[j], err = parseFeature(s); err != nil {
 					return nil, lineError(ln, "column %d: %v", j+4, err)
 				}
@@ -138,7 +152,7 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 			continue
 		}
 		row := sparseRow{bag: bi, inst: len(b.Instances)}
-		for j, s := range f[3:] {
+		for j, s := range feats {
 			is, vs, ok := strings.Cut(s, ":")
 			if !ok {
 				return nil, lineError(ln, "column %d: %q is not index:value", j+4, s)
@@ -155,7 +169,7 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 			row.idx = append(row.idx, k-1)
 			row.val = append(row.val, v)
 		}
-		sparse = append(sparse, row)
+		rows = append(rows, row)
 		// The instance is materialised once the dimension is known.
 		b.Instances = append(b.Instances, nil)
 	}
@@ -165,13 +179,13 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 	if len(g.bags) == 0 {
 		return nil, fmt.Errorf("%w: no instances", ErrFormat)
 	}
-	if isSp == 1 {
+	if layout == sparse {
 		if dim <= 0 {
 			dim = maxIdx
 		} else if maxIdx > dim {
 			return nil, fmt.Errorf("%w: feature index %d exceeds dimension %d", ErrFormat, maxIdx, dim)
 		}
-		for _, row := range sparse {
+		for _, row := range rows {
 			x := make([]float64, dim)
 			for k, j := range row.idx {
 				x[j] = row.val[k]
