@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -217,5 +218,63 @@ func TestLoadUnknownExtension(t *testing.T) {
 	_, err := Load("x.parquet")
 	if !errors.Is(err, ErrFormat) {
 		t.Fatalf("err = %v, want ErrFormat", err)
+	}
+}
+
+// BenchmarkLoad measures each reader on the real files; "readfile" is the
+// baseline (the bytes alone), so the ratio shows the cost of parsing.
+//
+//	go test -run '^$' -bench Load -benchtime 20x ./internal/dataset/
+func BenchmarkLoad(b *testing.B) {
+	for _, p := range []string{
+		"mscv2/MSCV2.mat",
+		"miml_image_zhou/miml_03_data.arff",
+		"elephant/elephant.data",
+		"musk1/musk1.data",
+	} {
+		path := testdata(p)
+		st, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("readfile/"+filepath.Base(p), func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for b.Loop() {
+				if _, err := os.ReadFile(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("load/"+filepath.Base(p), func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for b.Loop() {
+				if _, err := Load(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// The project's own formats, written from elephant (the largest set).
+	d, err := Load(testdata("elephant/elephant.data"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []struct {
+		ext  string
+		save func(string, *mil.Dataset) error
+	}{{".jsonl", SaveJSONL}, {".csv", SaveCSV}} {
+		path := filepath.Join(b.TempDir(), "elephant"+f.ext)
+		if err := f.save(path, d); err != nil {
+			b.Fatal(err)
+		}
+		st, _ := os.Stat(path)
+		b.Run("load/elephant"+f.ext, func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for b.Loop() {
+				if _, err := Load(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
