@@ -31,6 +31,7 @@ func ReadCSV(r io.Reader, name string) (*mil.Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
+	header = slices.Clone(header) // ReuseRecord: the next Read overwrites it
 	bagCol, labCol, instCol := -1, -1, -1
 	var classes []string
 	var feats []int

@@ -191,7 +191,7 @@ func TestMalformed(t *testing.T) {
 		{"jsonl unknown header", jsonl, `{"format":"other/v9"}`, "line 1", nil},
 		{"jsonl empty", jsonl, "\n\n", "no bags", nil},
 		{"csv ragged row", csvRead, "bag_id,f1,f2\na,1,2\na,3\n", "line 3", nil},
-		{"csv not a number", csvRead, "bag_id,f1\na,x\n", "line 2", nil},
+		{"csv not a number", csvRead, "bag_id,f1,f2\na,1,x\n", `line 2: malformed dataset: column "f2"`, nil},
 		{"csv NaN", csvRead, "bag_id,f1\na,NaN\n", "line 2", nil},
 		{"csv no bag column", csvRead, "id,f1\na,1\n", "bag_id", nil},
 		{"csv labels disagree", csvRead, "bag_id,labels,f1\na,0,1\na,1,2\n", "line 3", nil},
