@@ -22,6 +22,22 @@
 // Classes is ["positive"], a positive bag has Labels [0] and a negative bag
 // has Labels [] (empty but non-nil: labeled, with no class).
 //
+// # MSCV2
+//
+// LoadMSCV2 also returns the file's train/test split (trnidx/tstidx, 532 and
+// 59 bags) as 0-based indices. The file does not name the 23 classes and the
+// ORLR paper does not list them, so they are c0..c22. Bag IDs are the
+// dataset name and the 1-based MATLAB index ("MSCV2-17"), as for Pham's
+// files; MILL and C4.5 bags keep their file's bag names.
+//
+// # C4.5
+//
+// The .names file lists the two classes first ("1" is positive when
+// present, else the second one), then one attribute per line: the first
+// discrete attribute names the bag, continuous attributes are the features
+// (misvm's "continuous scale=0.001" hint is ignored: features stay raw), and
+// other discrete attributes (the instance name) are skipped.
+//
 // # Pham's novel class
 //
 // In newlabels.mat each instance belongs to one of C known classes or to a
