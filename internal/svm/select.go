@@ -41,10 +41,12 @@ func MeanSqDist(X [][]float64) float64 {
 	return s / float64(n*(n-1)/2)
 }
 
-// Choice is a selected parameter pair with its cross-validated error rate.
+// Choice is a selected parameter pair with its cross-validated error rate
+// (meaningful only when Searched: fixed parameters have no CV error).
 type Choice struct {
 	Params
-	CVError float64 `json:"cv_error"`
+	CVError  float64 `json:"cv_error"`
+	Searched bool    `json:"searched"`
 }
 
 // Folds assigns each example to one of k folds, stratified by label so that
@@ -171,7 +173,7 @@ func TrainOneVsRest(ctx context.Context, X [][]float64, labels [][]int, classes 
 	chosen := make([]Choice, classes)
 	if cfg.Grid == nil {
 		for c := range chosen {
-			chosen[c] = Choice{Params: cfg.Params, CVError: math.NaN()}
+			chosen[c] = Choice{Params: cfg.Params}
 		}
 	} else {
 		if len(cfg.Grid.C) == 0 || len(cfg.Grid.Gamma) == 0 {
@@ -202,7 +204,7 @@ func TrainOneVsRest(ctx context.Context, X [][]float64, labels [][]int, classes 
 						return fmt.Errorf("class %d C=%g gamma=%g: %w", c, C, gamma, err)
 					}
 					if e < chosen[c].CVError {
-						chosen[c] = Choice{Params: p, CVError: e}
+						chosen[c] = Choice{Params: p, CVError: e, Searched: true}
 					}
 				}
 				return nil

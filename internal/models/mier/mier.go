@@ -1,0 +1,641 @@
+package mier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/svm"
+)
+
+// Name is the kind name in the model registry.
+const Name = "mier"
+
+// Kind returns the model kind for the registry.
+func Kind() models.Kind {
+	return models.Kind{
+		Name:          Name,
+		Description:   "multi-instance enriched representation by non-greedy l1-norm ratio maximisation (Liu et al. 2018), with 3-NN or RBF-SVM one-vs-rest",
+		InstanceLevel: false,
+		Fit:           Fit,
+		Decode:        Decode,
+	}
+}
+
+// Projection modes (spec §1).
+const (
+	// ModePerBag learns W from each bag's own instances (the literal reading).
+	ModePerBag = "perbag"
+	// ModeShared learns one W from the pooled training instances.
+	ModeShared = "shared"
+	// ModeNone feeds the holistic vector itself to the classifier: the
+	// paper's "SVM" baseline row, kept for comparison.
+	ModeNone = "none"
+)
+
+// Holistic vector constructions (the public data has none; spec §7).
+const (
+	HolisticMean   = "mean"
+	HolisticMedian = "median"
+	HolisticMax    = "max"
+)
+
+// Classifiers.
+const (
+	ClassifierKNN = "knn"
+	ClassifierSVM = "svm"
+)
+
+// config is the resolved setting of a model, from models.Params.
+type config struct {
+	Mode        string  `json:"mode"`
+	Classifier  string  `json:"classifier"`
+	Holistic    string  `json:"holistic"`
+	R           int     `json:"r"`
+	K           int     `json:"k"`
+	Opt         Options `json:"opt"`
+	Standardize bool    `json:"standardize"`
+	KNN         int     `json:"knn"`
+	Top1        bool    `json:"top1"`
+	C           float64 `json:"c"`
+	Gamma       float64 `json:"gamma"`
+	Grid        string  `json:"grid"`
+	CVFolds     int     `json:"cv_folds"`
+	Seed        int64   `json:"seed"`
+}
+
+// parseConfig reads the model parameters; every key is documented in doc.go.
+func parseConfig(p models.Params, dim int, seed int64) (config, error) {
+	c := config{
+		Mode:       p.String("mode", ModeShared),
+		Classifier: p.String("classifier", ClassifierSVM),
+		Holistic:   p.String("holistic", HolisticMean),
+		Grid:       p.String("grid", "small"),
+		Seed:       seed,
+	}
+	var errs []error
+	get := func(key string, def int) int {
+		v, err := p.Int(key, def)
+		errs = append(errs, err)
+		return v
+	}
+	getf := func(key string, def float64) float64 {
+		v, err := p.Float(key, def)
+		errs = append(errs, err)
+		return v
+	}
+	getb := func(key string, def bool) bool {
+		v, err := p.Bool(key, def)
+		errs = append(errs, err)
+		return v
+	}
+	c.R = get("r", max(1, int(math.Round(float64(dim)/10))))
+	c.K = get("k", 3)
+	c.Opt = DefaultOptions(c.R)
+	c.Opt.Beta = getf("beta", c.Opt.Beta)
+	c.Opt.MaxIter = get("maxiter", c.Opt.MaxIter)
+	c.Opt.MaxBacktrack = get("backtrack", c.Opt.MaxBacktrack)
+	c.Opt.Tol = getf("tol", c.Opt.Tol)
+	c.Opt.Normalize = getb("normalize", c.Opt.Normalize)
+	c.Opt.Guard = getb("guard", c.Opt.Guard)
+	c.Standardize = getb("standardize", true)
+	c.KNN = get("knn", 3)
+	c.Top1 = getb("top1", true)
+	c.C = getf("c", 1)
+	c.Gamma = getf("gamma", 0)
+	c.CVFolds = get("cvfolds", 3)
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("mier: %w", err)
+	}
+	return c, c.validate(dim)
+}
+
+func (c config) validate(dim int) error {
+	switch c.Mode {
+	case ModePerBag, ModeShared, ModeNone:
+	default:
+		return fmt.Errorf("mier: mode %q (want perbag, shared or none)", c.Mode)
+	}
+	switch c.Classifier {
+	case ClassifierKNN, ClassifierSVM:
+	default:
+		return fmt.Errorf("mier: classifier %q (want knn or svm)", c.Classifier)
+	}
+	switch c.Holistic {
+	case HolisticMean, HolisticMedian, HolisticMax:
+	default:
+		return fmt.Errorf("mier: holistic %q (want mean, median or max)", c.Holistic)
+	}
+	switch c.Grid {
+	case "none", "small", "paper":
+	default:
+		return fmt.Errorf("mier: grid %q (want none, small or paper)", c.Grid)
+	}
+	switch {
+	case c.R < 1 || c.R > dim:
+		return fmt.Errorf("mier: r=%d must be in [1, d=%d]", c.R, dim)
+	case c.K < 1:
+		return fmt.Errorf("mier: neighbourhood k=%d must be positive", c.K)
+	case c.KNN < 1:
+		return fmt.Errorf("mier: knn=%d must be positive", c.KNN)
+	case !(c.Opt.Beta > 0 && c.Opt.Beta < 1):
+		return fmt.Errorf("mier: beta=%v must be in (0,1)", c.Opt.Beta)
+	case c.Opt.MaxIter < 0 || c.Opt.MaxBacktrack < 1 || c.Opt.Tol < 0:
+		return fmt.Errorf("mier: maxiter, backtrack or tol out of range")
+	case !(c.C > 0) || c.Gamma < 0 || c.CVFolds < 2:
+		return fmt.Errorf("mier: c=%v, gamma=%v, cvfolds=%d out of range", c.C, c.Gamma, c.CVFolds)
+	}
+	return nil
+}
+
+// params renders the resolved configuration for Meta.Params (provenance).
+func (c config) params() models.Params {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return models.Params{
+		"mode": c.Mode, "classifier": c.Classifier, "holistic": c.Holistic,
+		"r": strconv.Itoa(c.R), "k": strconv.Itoa(c.K), "beta": f(c.Opt.Beta),
+		"maxiter": strconv.Itoa(c.Opt.MaxIter), "backtrack": strconv.Itoa(c.Opt.MaxBacktrack),
+		"tol": f(c.Opt.Tol), "normalize": strconv.FormatBool(c.Opt.Normalize),
+		"guard": strconv.FormatBool(c.Opt.Guard), "standardize": strconv.FormatBool(c.Standardize),
+		"knn": strconv.Itoa(c.KNN), "top1": strconv.FormatBool(c.Top1),
+		"c": f(c.C), "gamma": f(c.Gamma), "grid": c.Grid, "cvfolds": strconv.Itoa(c.CVFolds),
+	}
+}
+
+// state is the serialized form of a model.
+type state struct {
+	Config config `json:"config"`
+	// Shift and Scale standardise features: z = (x − Shift) / Scale.
+	Shift []float64 `json:"shift"`
+	Scale []float64 `json:"scale"`
+	// W0 starts every per-bag fit, so a bag's representation depends on the
+	// bag and the model only.
+	W0 [][]float64 `json:"w0,omitempty"`
+	// W is the shared projection (mode shared).
+	W   [][]float64    `json:"w,omitempty"`
+	KNN *knn           `json:"knn,omitempty"`
+	SVM *svm.OneVsRest `json:"svm,omitempty"`
+}
+
+// Model is a trained MIER model. It is immutable and safe for concurrent use.
+type Model struct {
+	meta  models.Meta
+	st    state
+	w0, w *mat.Dense
+}
+
+var _ models.Model = (*Model)(nil)
+
+// Meta describes the model.
+func (m *Model) Meta() models.Meta { return m.meta }
+
+// MarshalState encodes the model parameters.
+func (m *Model) MarshalState() ([]byte, error) { return json.Marshal(m.st) }
+
+// Fit trains a model on the labeled bags of train. Unlabeled bags are
+// ignored (the representation learning is unsupervised, but the classifier
+// needs labels and a bag-level model has nothing else to learn from them).
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
+	if train == nil || train.Dim < 1 || len(train.Classes) == 0 {
+		return nil, fmt.Errorf("mier fit: %w: dataset without dimension or classes", models.ErrBadInput)
+	}
+	d, q := train.Dim, len(train.Classes)
+	cfg, err := parseConfig(opt.Params, d, opt.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", models.ErrBadInput, err)
+	}
+	var bags []*mil.Bag
+	for i := range train.Bags {
+		b := &train.Bags[i]
+		if !b.Labeled() {
+			continue
+		}
+		if err := b.Validate(d, q); err != nil {
+			return nil, fmt.Errorf("mier fit: %w: %w", models.ErrBadInput, err)
+		}
+		bags = append(bags, b)
+	}
+	if len(bags) == 0 {
+		return nil, fmt.Errorf("mier fit: %w: no labeled bag", models.ErrBadInput)
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	progress := func(done, total int) {
+		if opt.Progress != nil {
+			opt.Progress(done, total)
+		}
+	}
+	const steps = 3
+	m := &Model{st: state{Config: cfg}}
+	m.st.Shift, m.st.Scale = standardizer(bags, d, cfg.Standardize)
+
+	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6d696572))
+	m.w0 = RandomOrthonormal(rng, d, cfg.R)
+	m.st.W0 = rows(m.w0)
+	if cfg.Mode == ModeShared {
+		groups := make([][][]float64, len(bags))
+		for i, b := range bags {
+			groups[i] = m.standardize(b.Instances)
+		}
+		p, err := NewProblem(groups, cfg.K)
+		if err != nil {
+			return nil, fmt.Errorf("mier fit: %w", err)
+		}
+		res, err := p.Fit(ctx, m.w0, cfg.Opt)
+		if err != nil {
+			return nil, fmt.Errorf("mier fit: %w", err)
+		}
+		m.w = res.W
+		m.st.W = rows(res.W)
+	}
+	progress(1, steps)
+
+	reps := make([][]float64, len(bags))
+	labels := make([][]int, len(bags))
+	err = parallelFor(ctx, len(bags), workers, func(i int) error {
+		y, err := m.represent(ctx, bags[i].Instances)
+		reps[i], labels[i] = y, bags[i].Labels
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mier fit: %w", err)
+	}
+	progress(2, steps)
+
+	switch cfg.Classifier {
+	case ClassifierKNN:
+		m.st.KNN = newKNN(cfg.KNN, reps, labels, q)
+	case ClassifierSVM:
+		ovr, err := trainSVM(ctx, reps, labels, q, cfg, workers)
+		if err != nil {
+			return nil, fmt.Errorf("mier fit: %w", err)
+		}
+		m.st.SVM = ovr
+	}
+	progress(3, steps)
+	m.meta = models.Meta{Kind: Name, Classes: append([]string(nil), train.Classes...), Dim: d, Params: cfg.params()}
+	return m, nil
+}
+
+// trainSVM fits the one-vs-rest SVMs. Gamma is expressed relative to the
+// mean squared distance between training representations (s / D̄), so that
+// one grid serves every mode, r and holistic construction; the paper's
+// absolute grid {10⁻⁵..10⁵}² is available as grid=paper.
+func trainSVM(ctx context.Context, reps [][]float64, labels [][]int, q int, cfg config, workers int) (*svm.OneVsRest, error) {
+	unit := svm.MeanSqDist(reps)
+	if !(unit > 0) {
+		unit = 1
+	}
+	oc := svm.OVRConfig{Folds: cfg.CVFolds, Seed: uint64(cfg.Seed), Workers: workers}
+	switch cfg.Grid {
+	case "none":
+		g := cfg.Gamma
+		if g == 0 {
+			g = 1 / unit
+		}
+		oc.Params = svm.Params{C: cfg.C, Gamma: g}
+	case "small":
+		g := svm.Grid{C: []float64{0.1, 1, 10, 100}}
+		for _, s := range []float64{0.25, 1, 4, 16} {
+			g.Gamma = append(g.Gamma, s/unit)
+		}
+		oc.Grid = &g
+		oc.Params.MaxIter = 100 * len(reps)
+	case "paper":
+		g := svm.PaperGrid()
+		oc.Grid = &g
+		oc.Params.MaxIter = 100 * len(reps)
+	}
+	return svm.TrainOneVsRest(ctx, reps, labels, q, oc)
+}
+
+// Decode restores a model from MarshalState's output.
+func Decode(meta models.Meta, blob []byte) (models.Model, error) {
+	var st state
+	if err := json.Unmarshal(blob, &st); err != nil {
+		return nil, fmt.Errorf("mier decode: %w", err)
+	}
+	d, q := meta.Dim, len(meta.Classes)
+	if meta.Kind != Name || d < 1 || q < 1 {
+		return nil, fmt.Errorf("mier decode: meta kind %q, dim %d, %d classes", meta.Kind, d, q)
+	}
+	if err := st.Config.validate(d); err != nil {
+		return nil, fmt.Errorf("mier decode: %w", err)
+	}
+	if len(st.Shift) != d || len(st.Scale) != d {
+		return nil, fmt.Errorf("mier decode: standardiser of length %d/%d, want %d", len(st.Shift), len(st.Scale), d)
+	}
+	for _, s := range st.Scale {
+		if !(s > 0) {
+			return nil, fmt.Errorf("mier decode: non-positive feature scale %v", s)
+		}
+	}
+	m := &Model{meta: meta, st: st}
+	var err error
+	if m.w0, err = dense(st.W0, d, st.Config.R); err != nil {
+		return nil, fmt.Errorf("mier decode: w0: %w", err)
+	}
+	if st.Config.Mode == ModeShared {
+		if m.w, err = dense(st.W, d, st.Config.R); err != nil {
+			return nil, fmt.Errorf("mier decode: w: %w", err)
+		}
+	}
+	rd := st.Config.R
+	if st.Config.Mode == ModeNone {
+		rd = d
+	}
+	switch st.Config.Classifier {
+	case ClassifierKNN:
+		k := st.KNN
+		if k == nil || len(k.X) != len(k.Labels) || len(k.X) == 0 || len(k.Prior) != q || k.K < 1 {
+			return nil, errors.New("mier decode: missing or inconsistent knn state")
+		}
+		for i, x := range k.X {
+			if len(x) != rd {
+				return nil, fmt.Errorf("mier decode: knn vector %d of dimension %d, want %d", i, len(x), rd)
+			}
+			for _, l := range k.Labels[i] {
+				if l < 0 || l >= q {
+					return nil, fmt.Errorf("mier decode: knn label %d of %d classes", l, q)
+				}
+			}
+		}
+	case ClassifierSVM:
+		if st.SVM == nil || len(st.SVM.Models) != q {
+			return nil, errors.New("mier decode: missing or inconsistent svm state")
+		}
+		for c, sm := range st.SVM.Models {
+			if sm == nil {
+				return nil, fmt.Errorf("mier decode: svm %d missing", c)
+			}
+			if err := sm.Validate(rd); err != nil {
+				return nil, fmt.Errorf("mier decode: class %d: %w", c, err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Annotate predicts the label set of a bag. The model is bag-level: both
+// modes give the same answer (a transductive bag label would be the answer
+// itself), and the instance-level fields are nil.
+func (m *Model) Annotate(ctx context.Context, b *mil.Bag, _ models.Mode) (models.Annotation, error) {
+	if err := b.Validate(m.meta.Dim, 0); err != nil {
+		return models.Annotation{}, fmt.Errorf("mier: %w: %w", models.ErrBadInput, err)
+	}
+	y, err := m.represent(ctx, b.Instances)
+	if err != nil {
+		return models.Annotation{}, err
+	}
+	var scores []float64
+	var cut float64
+	switch m.st.Config.Classifier {
+	case ClassifierKNN:
+		scores, cut = m.st.KNN.scores(y), knnThreshold
+	default:
+		scores, cut = m.st.SVM.Decisions(y), 0
+	}
+	labels := []int{}
+	best := 0
+	for c, s := range scores {
+		if s > cut || (s == cut && m.st.Config.Classifier == ClassifierKNN) {
+			labels = append(labels, c)
+		}
+		if s > scores[best] {
+			best = c
+		}
+	}
+	if len(labels) == 0 && m.st.Config.Top1 {
+		labels = append(labels, best)
+	}
+	return models.Annotation{BagLabels: labels, BagScores: scores}, nil
+}
+
+// Represent returns the enriched single-vector representation y = Wᵀx of a
+// bag (x its holistic vector), the input of the classifier. It is exported
+// for experiments that feed other learners.
+func (m *Model) Represent(ctx context.Context, b *mil.Bag) ([]float64, error) {
+	if err := b.Validate(m.meta.Dim, 0); err != nil {
+		return nil, fmt.Errorf("mier: %w: %w", models.ErrBadInput, err)
+	}
+	return m.represent(ctx, b.Instances)
+}
+
+func (m *Model) represent(ctx context.Context, instances [][]float64) ([]float64, error) {
+	z := m.standardize(instances)
+	x := holistic(z, m.st.Config.Holistic)
+	var w *mat.Dense
+	switch m.st.Config.Mode {
+	case ModeNone:
+		return x, nil
+	case ModeShared:
+		w = m.w
+	case ModePerBag:
+		p, err := NewProblem([][][]float64{z}, m.st.Config.K)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.Fit(ctx, m.w0, m.st.Config.Opt)
+		if err != nil {
+			return nil, err
+		}
+		w = canonical(res.W, p)
+	}
+	var y mat.VecDense
+	y.MulVec(w.T(), mat.NewVecDense(len(x), x))
+	return append([]float64(nil), y.RawVector().Data...), nil
+}
+
+// canonical removes the symmetries of J (column order and signs) from a
+// per-bag W so that coordinates mean the same thing from bag to bag as far
+// as they can: columns in decreasing order of the bag's spread along them
+// (‖Bᵀw_g‖₁), each signed so that its coordinates sum to a non-negative
+// number (an axis of the standardised feature space all bags share).
+func canonical(w *mat.Dense, p *Problem) *mat.Dense {
+	d, r := w.Dims()
+	type col struct {
+		v      []float64
+		spread float64
+	}
+	cols := make([]col, r)
+	for g := 0; g < r; g++ {
+		v := mat.Col(nil, g, w)
+		var s float64
+		for _, e := range v {
+			s += e
+		}
+		if s < 0 {
+			for i := range v {
+				v[i] = -v[i]
+			}
+		}
+		cols[g] = col{v, l1(p.Bt, mat.NewDense(d, 1, v), nil)}
+	}
+	sort.SliceStable(cols, func(a, b int) bool { return cols[a].spread > cols[b].spread })
+	out := mat.NewDense(d, r, nil)
+	for g, c := range cols {
+		out.SetCol(g, c.v)
+	}
+	return out
+}
+
+func (m *Model) standardize(instances [][]float64) [][]float64 {
+	out := make([][]float64, len(instances))
+	for i, x := range instances {
+		z := make([]float64, len(x))
+		for j, v := range x {
+			z[j] = (v - m.st.Shift[j]) / m.st.Scale[j]
+		}
+		out[i] = z
+	}
+	return out
+}
+
+// standardizer returns the per-feature mean and standard deviation of the
+// training instances (0 and 1 when standardisation is off; 1 for a constant
+// feature).
+func standardizer(bags []*mil.Bag, d int, on bool) (shift, scale []float64) {
+	shift, scale = make([]float64, d), make([]float64, d)
+	for j := range scale {
+		scale[j] = 1
+	}
+	if !on {
+		return shift, scale
+	}
+	n := 0
+	for _, b := range bags {
+		for _, x := range b.Instances {
+			n++
+			for j, v := range x {
+				shift[j] += v
+			}
+		}
+	}
+	for j := range shift {
+		shift[j] /= float64(n)
+	}
+	ss := make([]float64, d)
+	for _, b := range bags {
+		for _, x := range b.Instances {
+			for j, v := range x {
+				e := v - shift[j]
+				ss[j] += e * e
+			}
+		}
+	}
+	for j := range scale {
+		if s := math.Sqrt(ss[j] / float64(n)); s > 0 {
+			scale[j] = s
+		}
+	}
+	return shift, scale
+}
+
+// holistic builds the whole-image vector from the instances. The public MIML
+// Scene data has only the 9 region vectors of each image; the mean is the
+// natural whole-image summary of SBN-style colour features, median and max
+// are the robust and the pooled alternatives compared in doc.go.
+func holistic(z [][]float64, how string) []float64 {
+	d := len(z[0])
+	x := make([]float64, d)
+	switch how {
+	case HolisticMedian:
+		col := make([]float64, len(z))
+		for j := 0; j < d; j++ {
+			for i := range z {
+				col[i] = z[i][j]
+			}
+			sort.Float64s(col)
+			n := len(col)
+			if n%2 == 1 {
+				x[j] = col[n/2]
+			} else {
+				x[j] = (col[n/2-1] + col[n/2]) / 2
+			}
+		}
+	case HolisticMax:
+		copy(x, z[0])
+		for _, v := range z[1:] {
+			for j := range x {
+				x[j] = max(x[j], v[j])
+			}
+		}
+	default:
+		for _, v := range z {
+			for j := range x {
+				x[j] += v[j]
+			}
+		}
+		for j := range x {
+			x[j] /= float64(len(z))
+		}
+	}
+	return x
+}
+
+func rows(m *mat.Dense) [][]float64 {
+	r, _ := m.Dims()
+	out := make([][]float64, r)
+	for i := range out {
+		out[i] = append([]float64(nil), m.RawRowView(i)...)
+	}
+	return out
+}
+
+func dense(rs [][]float64, d, r int) (*mat.Dense, error) {
+	if len(rs) != d {
+		return nil, fmt.Errorf("%d rows, want %d", len(rs), d)
+	}
+	m := mat.NewDense(d, r, nil)
+	for i, row := range rs {
+		if len(row) != r {
+			return nil, fmt.Errorf("row %d has %d columns, want %d", i, len(row), r)
+		}
+		for j, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, errors.New("non-finite entry")
+			}
+			m.Set(i, j, v)
+		}
+	}
+	return m, nil
+}
+
+// parallelFor runs fn(0..n-1) on at most workers goroutines; each index
+// writes only its own outputs, so results do not depend on scheduling.
+func parallelFor(ctx context.Context, n, workers int, fn func(i int) error) error {
+	workers = max(1, min(workers, n))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				if err := fn(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

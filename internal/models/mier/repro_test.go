@@ -1,0 +1,115 @@
+package mier
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// TestSceneReproduction is the Table 1 (Scene) reproduction: 5-fold
+// cross-validation on Zhou's MIML scene images. It takes minutes, so it runs
+// only when MIER_REPRO is set:
+//
+//	MIER_REPRO=1 go test -run TestSceneReproduction -v -timeout 60m ./internal/models/mier
+//
+// MIER_CONFIGS overrides the configurations: ';'-separated lists of
+// key=value model parameters separated by ','. MIER_SEED sets the seed (1).
+func TestSceneReproduction(t *testing.T) {
+	if os.Getenv("MIER_REPRO") == "" {
+		t.Skip("set MIER_REPRO=1 to run the Scene reproduction (minutes)")
+	}
+	ds, err := dataset.Load("../../../testdata/miml_image_zhou/miml_03_data.arff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := []string{
+		"mode=shared,classifier=svm", "mode=shared,classifier=knn",
+		"mode=perbag,classifier=svm", "mode=perbag,classifier=knn",
+		"mode=none,classifier=svm", "mode=none,classifier=knn",
+	}
+	if s := os.Getenv("MIER_CONFIGS"); s != "" {
+		configs = strings.Split(s, ";")
+	}
+	var seed int64 = 1
+	if s := os.Getenv("MIER_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("%-50s %-13s %-13s %-13s %-13s %-13s %s", "params", "hamming", "one-error", "coverage", "rank loss", "avg prec", "train s")
+	for _, c := range configs {
+		p := models.Params{}
+		for _, kv := range strings.Split(c, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			p[k] = v
+		}
+		row, err := crossValidate(context.Background(), ds, p, 5, seed)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		t.Logf("%-50s %s", c, row)
+	}
+}
+
+// crossValidate runs k-fold CV and formats mean±std of the five measures.
+func crossValidate(ctx context.Context, ds *mil.Dataset, p models.Params, k int, seed int64) (string, error) {
+	perm := rand.New(rand.NewPCG(uint64(seed), 99)).Perm(len(ds.Bags))
+	var res []metrics.Result
+	var train time.Duration
+	for f := 0; f < k; f++ {
+		tr := &mil.Dataset{Name: ds.Name, Classes: ds.Classes, Dim: ds.Dim}
+		var test []int
+		for pos, i := range perm {
+			if pos%k == f {
+				test = append(test, i)
+			} else {
+				tr.Bags = append(tr.Bags, ds.Bags[i])
+			}
+		}
+		start := time.Now()
+		m, err := Fit(ctx, tr, models.FitOptions{Seed: seed, Params: p})
+		if err != nil {
+			return "", err
+		}
+		train += time.Since(start)
+		acc := metrics.NewAccumulator(len(ds.Classes))
+		for _, i := range test {
+			a, err := m.Annotate(ctx, &ds.Bags[i], models.Inductive)
+			if err != nil {
+				return "", err
+			}
+			if err := acc.Add(&ds.Bags[i], metrics.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}); err != nil {
+				return "", err
+			}
+		}
+		res = append(res, acc.Result())
+	}
+	var b strings.Builder
+	for _, get := range []func(metrics.Result) float64{
+		func(r metrics.Result) float64 { return r.HammingLoss },
+		func(r metrics.Result) float64 { return r.OneError },
+		func(r metrics.Result) float64 { return r.Coverage },
+		func(r metrics.Result) float64 { return r.RankingLoss },
+		func(r metrics.Result) float64 { return r.AveragePrecision },
+	} {
+		var s, ss float64
+		for _, r := range res {
+			s += get(r)
+		}
+		mean := s / float64(len(res))
+		for _, r := range res {
+			ss += (get(r) - mean) * (get(r) - mean)
+		}
+		fmt.Fprintf(&b, "%.3f±%.3f   ", mean, math.Sqrt(ss/float64(len(res)-1)))
+	}
+	fmt.Fprintf(&b, "%.1f", train.Seconds())
+	return b.String(), nil
+}
