@@ -1,0 +1,222 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+)
+
+func TestHeldOutIsStableAndProportional(t *testing.T) {
+	n, in := 20000, 0
+	for i := range n {
+		id := fmt.Sprintf("bag-%d", i)
+		if heldOut(id, 0.2) != heldOut(id, 0.2) {
+			t.Fatal("held-out choice not deterministic")
+		}
+		if heldOut(id, 0.2) {
+			in++
+		}
+	}
+	// Binomial(20000, 0.2) has sd 57; 5 sd is 283.
+	if d := in - n/5; d < -283 || d > 283 {
+		t.Errorf("held out %d of %d, want about %d", in, n, n/5)
+	}
+	p := &Publisher{cfg: PublisherConfig{LabelFraction: 0.3, Seed: 7}}
+	kept := 0
+	for i := range n {
+		if p.KeepLabels(fmt.Sprintf("bag-%d", i)) {
+			kept++
+		}
+	}
+	if d := kept - 3*n/10; d < -324 || d > 324 { // sd 64.8
+		t.Errorf("label fraction 0.3 kept %d of %d", kept, n)
+	}
+}
+
+func (h *harness) retrainer(mutate func(*RetrainerConfig)) *Retrainer {
+	h.t.Helper()
+	cfg := RetrainerConfig{Brokers: h.brokers, Topic: h.topics.Train, Kinds: h.kinds, Kind: streamtest.KindName, Store: h.reg,
+		Every: 30, MinBags: 20, HoldOut: 0.25, Margin: 0.01, Warm: true, Obs: Observability{Logger: testLogger(h.t)}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	r, err := NewRetrainer(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ds := smallDataset(90)
+	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if _, err := pub.PublishDataset(ctx, ds, ds.Bags[:60]); err != nil {
+		t.Fatal(err)
+	}
+
+	r := h.retrainer(nil)
+	rctx, rcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	waitFor(t, 20*time.Second, "two refits", func() bool { return len(r.Results()) >= 2 })
+	res := r.Results()
+	if !res[0].Promoted || res[0].Reason != "no current model" {
+		t.Errorf("first refit %+v, want promoted as the first model", res[0])
+	}
+	// The toy data is separable: the second candidate is as good as the
+	// first, so it is promoted (within the margin), warm-started from it.
+	if !res[1].Promoted || res[1].Parent != res[0].Version || res[1].Current == nil {
+		t.Errorf("second refit %+v, want promoted over %s", res[1], res[0].Version)
+	}
+	_, meta, err := h.reg.Current(ctx)
+	if err != nil || meta.Version != res[1].Version {
+		t.Fatalf("current %s, %v; want %s", meta.Version, err, res[1].Version)
+	}
+	if _, ok := meta.Metrics["heldout_"+metrics.HammingLoss]; !ok || meta.TrainingWindow == "" {
+		t.Errorf("version metadata lacks metrics or window: %+v", meta)
+	}
+	rcancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A restarted retrainer rebuilds its window from the topic.
+	r2 := h.retrainer(func(c *RetrainerConfig) { c.Every = 1000 })
+	rctx, rcancel = context.WithCancel(ctx)
+	go func() { done <- r2.Run(rctx) }()
+	waitFor(t, 10*time.Second, "window rebuilt", func() bool { return r2.Len() == 60 })
+	rcancel()
+	<-done
+}
+
+func TestRetrainerRefusesWorseCandidate(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	ds := smallDataset(60)
+	good := h.publishModel(ds, nil)
+	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	// Training bags whose labels are all wrong produce a worse candidate.
+	bad := smallDataset(60)
+	for i := range bad.Bags {
+		var flipped []int
+		for c := range 3 {
+			if !bad.Bags[i].HasLabel(c) {
+				flipped = append(flipped, c)
+			}
+		}
+		bad.Bags[i].Labels = flipped
+	}
+	// The held-out slice keeps the true labels, so the current model
+	// scores well on it and the candidate, fitted on flipped labels, badly.
+	for i := range bad.Bags {
+		if !heldOut(bad.Bags[i].ID, 0.25) {
+			continue
+		}
+		bad.Bags[i].Labels = ds.Bags[i].Labels
+	}
+	if _, err := pub.PublishDataset(ctx, bad, bad.Bags); err != nil {
+		t.Fatal(err)
+	}
+	r := h.retrainer(func(c *RetrainerConfig) { c.Warm = false; c.Params = models.Params{"iters": "0"} })
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = r.Run(rctx) }()
+	waitFor(t, 10*time.Second, "window filled", func() bool { return r.Len() == 60 })
+	res, err := r.Refit(rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Promoted || res.Candidate[metrics.HammingLoss] <= res.Current[metrics.HammingLoss] {
+		t.Fatalf("worse candidate promoted or not worse: %+v", res)
+	}
+	_, meta, _ := h.reg.Current(ctx)
+	if meta.Version != good {
+		t.Errorf("current is %s, want %s kept", meta.Version, good)
+	}
+}
+
+func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
+	topics := DefaultTopics()
+	h := newHarness(t)
+	addr, stop, err := featurestore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	proxy, err := streamtest.NewProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Down()
+	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: proxy.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	reg := featurestore.NewRegistry(rdb, "r")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ds := smallDataset(40)
+	w := NewWriter(h.brokers)
+	defer w.Close()
+	var msgs []kafka.Message
+	for i := range ds.Bags {
+		raw, _ := json.Marshal(NewBagMessage(&ds.Bags[i], "toy", 2, ds.Classes, false))
+		msgs = append(msgs, kafka.Message{Topic: topics.Train, Key: []byte(ds.Bags[i].ID), Value: raw})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Down()
+	r := h.retrainer(func(c *RetrainerConfig) { c.Store = reg; c.Every = 1000 })
+	go func() { _ = r.Run(ctx) }()
+	waitFor(t, 10*time.Second, "window filled", func() bool { return r.Len() == 40 })
+	type result struct {
+		res RefitResult
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := r.Refit(ctx)
+		got <- result{res, err}
+	}()
+	select {
+	case g := <-got:
+		t.Fatalf("refit returned while Redis was down: %+v %v", g.res, g.err)
+	case <-time.After(700 * time.Millisecond):
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		if g.err != nil || !g.res.Promoted {
+			t.Fatalf("after Redis came back: %+v %v", g.res, g.err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("refit did not complete after Redis came back")
+	}
+	if v, err := reg.Alias(ctx, featurestore.AliasCurrent); err != nil || v == "" {
+		t.Fatalf("no current model after the outage: %v", err)
+	}
+}
