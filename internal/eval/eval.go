@@ -232,6 +232,19 @@ func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol stri
 
 // Run evaluates a model kind on a dataset under the configured protocol.
 func Run(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config) (*Report, error) {
+	reps, err := runVariants(ctx, kind, data, cfg, []models.Params{cfg.Params})
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// runVariants runs the protocol once per parameter set, on the same folds
+// with the same fit seeds. The fits are interleaved (every variant on fold 1,
+// then every variant on fold 2...) so that a change in machine load during
+// the run, common on a shared machine, weighs on all variants alike and
+// their training-time ratios stay comparable.
+func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config, variants []models.Params) ([]*Report, error) {
 	if cfg.Repeats <= 0 {
 		cfg.Repeats = 1
 	}
@@ -251,35 +264,47 @@ func Run(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config) (
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{
-		Model: kind.Name, Dataset: data.Name, Protocol: protocol, Mode: cfg.Mode,
-		Folds: folds, Repeats: cfg.Repeats, Seed: cfg.Seed, Params: cfg.Params, Stratify: cfg.Stratify && cfg.Split == nil && cfg.Mode == models.Inductive,
-		Bags: len(data.Bags), Instances: data.NumInstances(), Classes: len(data.Classes),
-		FoldTrainSeconds: make([]float64, 0, len(tasks)),
-	}
-	if rep.Params == nil {
-		rep.Params = models.Params{}
-	}
-	for i, t := range tasks {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	reps := make([]*Report, len(variants))
+	for v, params := range variants {
+		if params == nil {
+			params = models.Params{}
 		}
-		fr, err := runTask(ctx, kind, data, cfg, t)
-		if err != nil {
-			return nil, fmt.Errorf("%s repeat %d fold %d: %w", kind.Name, t.repeat, t.fold, err)
-		}
-		cfg.Logger.Debug("fold done", "model", kind.Name, "repeat", t.repeat, "fold", t.fold,
-			"train_seconds", fr.TrainSeconds, "metrics", fr.Metrics)
-		rep.FoldResults = append(rep.FoldResults, fr)
-		rep.FoldTrainSeconds = append(rep.FoldTrainSeconds, fr.TrainSeconds)
-		rep.TrainSeconds += fr.TrainSeconds
-		rep.AnnotateSeconds += fr.AnnotateSeconds
-		if cfg.Progress != nil {
-			cfg.Progress(i+1, len(tasks))
+		reps[v] = &Report{
+			Model: kind.Name, Dataset: data.Name, Protocol: protocol, Mode: cfg.Mode,
+			Folds: folds, Repeats: cfg.Repeats, Seed: cfg.Seed, Params: params,
+			Stratify: cfg.Stratify && cfg.Split == nil && cfg.Mode == models.Inductive,
+			Bags:     len(data.Bags), Instances: data.NumInstances(), Classes: len(data.Classes),
+			FoldTrainSeconds: make([]float64, 0, len(tasks)),
 		}
 	}
-	aggregate(rep, len(data.Classes) == 1)
-	return rep, nil
+	done, total := 0, len(tasks)*len(variants)
+	for _, t := range tasks {
+		for _, rep := range reps {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			c := cfg
+			c.Params = rep.Params
+			fr, err := runTask(ctx, kind, data, c, t)
+			if err != nil {
+				return nil, fmt.Errorf("%s repeat %d fold %d: %w", kind.Name, t.repeat, t.fold, err)
+			}
+			cfg.Logger.Debug("fold done", "model", kind.Name, "params", rep.Params, "repeat", t.repeat, "fold", t.fold,
+				"train_seconds", fr.TrainSeconds, "metrics", fr.Metrics)
+			rep.FoldResults = append(rep.FoldResults, fr)
+			rep.FoldTrainSeconds = append(rep.FoldTrainSeconds, fr.TrainSeconds)
+			rep.TrainSeconds += fr.TrainSeconds
+			rep.AnnotateSeconds += fr.AnnotateSeconds
+			done++
+			if cfg.Progress != nil {
+				cfg.Progress(done, total)
+			}
+		}
+	}
+	for _, rep := range reps {
+		aggregate(rep, len(data.Classes) == 1)
+	}
+	return reps, nil
 }
 
 // aggregate fills the report's measures from its folds. A measure counts

@@ -428,8 +428,15 @@ func TestSweep(t *testing.T) {
 			t.Errorf("fixed param lost: %v", f.Params)
 		}
 	}
-	if !reflect.DeepEqual(seen, []string{"0", "0", "0.5", "0.5", "0.25", "0.25"}) {
+	// Interleaved: every value on fold 0, then every value on fold 1, with
+	// the same fit seed for all values of a fold.
+	if !reflect.DeepEqual(seen, []string{"0", "0.5", "0.25", "0", "0.5", "0.25"}) {
 		t.Errorf("fits saw prune = %v", seen)
+	}
+	fits := rec.Fits()
+	if fits[0].Seed != fits[2].Seed || fits[3].Seed != fits[5].Seed || fits[0].Seed == fits[3].Seed {
+		t.Errorf("fit seeds by value and fold: %d %d %d / %d %d %d", fits[0].Seed, fits[1].Seed, fits[2].Seed,
+			fits[3].Seed, fits[4].Seed, fits[5].Seed)
 	}
 	if cfg.Params[SweepPrune] != "" {
 		t.Error("sweep mutated the caller's params")

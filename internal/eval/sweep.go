@@ -57,10 +57,12 @@ type SweepReport struct {
 	Points []SweepPoint `json:"points"`
 }
 
-// RunSweep runs the protocol once per value with Params[param] set to it, in
-// the order given, and measures each run's speed-up over the baseline value's
-// run. The baseline is run first when values do not include it, so every
-// speed-up compares runs measured in the same sweep.
+// RunSweep runs the protocol once per value with Params[param] set to it, on
+// the same folds with the same fit seeds, and measures each run's speed-up
+// over the baseline value's run. The baseline is run first when values do
+// not include it, so every speed-up compares runs measured in the same
+// sweep; the fits of the different values are interleaved fold by fold (see
+// runVariants) so that load changes on the machine do not bias the ratios.
 func RunSweep(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config, param string, values []float64, baseline float64) (*SweepReport, error) {
 	if len(values) == 0 {
 		return nil, fmt.Errorf("sweep %s: no values", param)
@@ -68,40 +70,34 @@ func RunSweep(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Conf
 	if !slices.Contains(values, baseline) {
 		values = append([]float64{baseline}, values...)
 	}
-	sr := &SweepReport{Model: kind.Name, Dataset: data.Name, Param: param, Baseline: baseline}
-	progress := cfg.Progress
+	variants := make([]models.Params, len(values))
 	for i, v := range values {
-		c := cfg
-		c.Params = make(models.Params, len(cfg.Params)+1)
+		p := make(models.Params, len(cfg.Params)+1)
 		for k, x := range cfg.Params {
-			c.Params[k] = x
+			p[k] = x
 		}
-		c.Params[param] = strconv.FormatFloat(v, 'g', -1, 64)
-		if progress != nil {
-			c.Progress = func(done, total int) { progress(i*total+done, len(values)*total) }
-		}
-		rep, err := Run(ctx, kind, data, c)
-		if err != nil {
-			return nil, fmt.Errorf("sweep %s=%v: %w", param, v, err)
-		}
-		if sr.Metric == "" {
-			sr.Metric = primaryMetric(rep)
-			if sr.Metric == "" {
-				return nil, fmt.Errorf("sweep %s=%v: no accuracy measure is defined for this model and data", param, v)
-			}
-		}
+		p[param] = strconv.FormatFloat(v, 'g', -1, 64)
+		variants[i] = p
+	}
+	reps, err := runVariants(ctx, kind, data, cfg, variants)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", param, err)
+	}
+	sr := &SweepReport{Model: kind.Name, Dataset: data.Name, Param: param, Baseline: baseline, Metric: primaryMetric(reps[0])}
+	if sr.Metric == "" {
+		return nil, fmt.Errorf("sweep %s: no accuracy measure is defined for this model and data", param)
+	}
+	base := reps[slices.Index(values, baseline)].TrainSeconds
+	for i, rep := range reps {
 		acc := rep.Measure(sr.Metric)
 		if acc == nil {
-			return nil, fmt.Errorf("sweep %s=%v: %s undefined", param, v, sr.Metric)
+			return nil, fmt.Errorf("sweep %s=%v: %s undefined", param, values[i], sr.Metric)
 		}
-		sr.Points = append(sr.Points, SweepPoint{Value: v, Accuracy: *acc, TrainSeconds: rep.TrainSeconds, Report: rep})
-	}
-	i := slices.IndexFunc(sr.Points, func(p SweepPoint) bool { return p.Value == baseline })
-	base := sr.Points[i].TrainSeconds
-	for j := range sr.Points {
-		if t := sr.Points[j].TrainSeconds; t > 0 {
-			sr.Points[j].SpeedUp = base / t
+		p := SweepPoint{Value: values[i], Accuracy: *acc, TrainSeconds: rep.TrainSeconds, Report: rep}
+		if rep.TrainSeconds > 0 {
+			p.SpeedUp = base / rep.TrainSeconds
 		}
+		sr.Points = append(sr.Points, p)
 	}
 	return sr, nil
 }
