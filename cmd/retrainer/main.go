@@ -39,6 +39,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"eval", "cross-validate a model kind on a dataset (inductive or transductive), or sweep prune/subset", runEval},
+		{"serve", "follow the training topic, refit, evaluate against the current model and promote", runServe},
+		{"fit", "fit a model on a dataset file and publish it to the registry (--promote to make it current)", runFit},
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -156,5 +155,3 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
