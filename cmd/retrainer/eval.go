@@ -42,7 +42,7 @@ inductive R x k-fold cross-validation (annotate held-out bags without their
 labels) or transductive (fit on all bags, annotate them knowing their label
 sets). With --sweep, repeats the evaluation for each prune or subset fraction
 and reports accuracy, training time and speed-up (Figures 10 and 11).
-Model kinds: `+strings.Join(e.registry.Names(), ", "), e.stderr)
+Model kinds: `+kindList(e.registry), e.stderr)
 	var f evalFlags
 	fs.StringVar(&f.data, "data", "", "dataset `file` (.mat, .arff, .data, .jsonl, .csv)")
 	fs.StringVar(&f.model, "model", "orlr", "model `kind`")
@@ -93,6 +93,9 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 	}
 	cfg.Split = split
 	cfg.Logger = e.logger
+	if cfg.Mode == models.Transductive && split == nil {
+		e.logger.Info("transductive protocol: one fit on all bags per repeat; --folds does not apply")
+	}
 	e.logger.Info("dataset loaded", "path", f.data, "name", data.Name, "bags", len(data.Bags),
 		"instances", data.NumInstances(), "classes", len(data.Classes), "dim", data.Dim,
 		"seconds", time.Since(start).Seconds())
@@ -234,6 +237,13 @@ func (f *evalFlags) sweepSettings() ([]float64, float64, error) {
 		}
 	}
 	return values, baseline, nil
+}
+
+func kindList(reg *models.Registry) string {
+	if names := reg.Names(); len(names) > 0 {
+		return strings.Join(names, ", ")
+	}
+	return "(none registered)"
 }
 
 func parseParams(kvs []string) (models.Params, error) {
