@@ -18,8 +18,10 @@ import (
 )
 
 // SLRKind returns the supervised logistic regression kind ("slr"). Params:
-// l2 (float, default 1e-4, on the mean log-likelihood) and iters (int,
-// L-BFGS iterations, default 500).
+// l2 (float, default 1e-6, on the mean log-likelihood) and iters (int,
+// L-BFGS iterations, default 3000). The paper's SLR is unregularised; the
+// tiny default L2 only keeps the optimum finite on separable data (on MSCV2,
+// 10-fold: l2=0 gives 60.8%, 1e-6 61.4%, 1e-4 55.6%, 1e-3 45.2%; paper 60.2%).
 func SLRKind() models.Kind {
 	return models.Kind{
 		Name:          "slr",
@@ -42,11 +44,11 @@ type SLR struct {
 // It errors (wrapping models.ErrBadInput) when there is none: the data set
 // cannot provide the upper bound.
 func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SLR, error) {
-	l2, err := opt.Params.Float("l2", 1e-4)
+	l2, err := opt.Params.Float("l2", 1e-6)
 	if err != nil {
 		return nil, err
 	}
-	iters, err := opt.Params.Int("iters", 500)
+	iters, err := opt.Params.Int("iters", 3000)
 	if err != nil {
 		return nil, err
 	}

@@ -39,9 +39,13 @@ type Config struct {
 
 // DefaultConfig is the paper's setting: linear features, no regularisation
 // ("free of parameter tuning"), 50 EM iterations, forward-and-substitution.
+// The paper does not say how far each M-step climbs; 30 backtracking
+// gradient steps per EM iteration reproduce its MSCV2 accuracies (10 steps
+// leave the weights visibly under-fitted: 50.5% inductive instead of 54.8%,
+// see the package's reproduction test).
 func DefaultConfig() Config {
 	return Config{L2: 0, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 1,
-		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 10}
+		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 30}
 }
 
 // ParseConfig reads the model parameters; absent keys keep their defaults.

@@ -146,6 +146,7 @@ func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
 // 6.6.1) and enforces the label-set limit.
 func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
 	var bags []*mil.Bag
+	impossible := 0
 	for i := range train.Bags {
 		b := &train.Bags[i]
 		if !b.Labeled() {
@@ -159,7 +160,16 @@ func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
 			// label: binary MIL data needs an explicit negative class.
 			return nil, fmt.Errorf("orlr: %w: bag %q has an empty label set, impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID)
 		}
+		if len(b.Labels) > len(b.Instances) {
+			// n instances carry at most n classes: the bag has probability
+			// zero under the model and nothing can be learned from it.
+			impossible++
+			continue
+		}
 		bags = append(bags, b)
+	}
+	if impossible > 0 {
+		slog.Warn("orlr: skipping bags with more labels than instances", "bags", impossible)
 	}
 	if cfg.Prune > 0 {
 		cost := func(b *mil.Bag) float64 {

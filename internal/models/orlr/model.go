@@ -221,6 +221,9 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 	if len(b.Labels) > m.cfg.MaxLabels {
 		return models.Annotation{}, fmt.Errorf("bag %q has %d labels, limit %d: %w", b.ID, len(b.Labels), m.cfg.MaxLabels, models.ErrLabelSetTooLarge)
 	}
+	if len(b.Labels) > len(logits) {
+		return models.Annotation{}, fmt.Errorf("%w: bag %q has %d labels but %d instances: impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID, len(b.Labels), len(logits))
+	}
 	nc := len(m.meta.Classes)
 	k := len(b.Labels)
 	post := make([][]float64, len(logits))

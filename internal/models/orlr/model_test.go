@@ -286,6 +286,7 @@ func TestBadInput(t *testing.T) {
 		{"label range", mil.Bag{Instances: [][]float64{{1, 2}}, Labels: []int{7}}, models.Transductive},
 		{"no label", mil.Bag{Instances: [][]float64{{1, 2}}}, models.Transductive},
 		{"empty label", mil.Bag{Instances: [][]float64{{1, 2}}, Labels: []int{}}, models.Transductive},
+		{"more labels than instances", mil.Bag{Instances: [][]float64{{1, 2}}, Labels: []int{0, 1}}, models.Transductive},
 	}
 	for _, tc := range cases {
 		if _, err := m.Annotate(context.Background(), &tc.bag, tc.mode); !errors.Is(err, models.ErrBadInput) {

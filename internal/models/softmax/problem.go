@@ -180,20 +180,30 @@ func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64) fl
 	for r := 0; r < rows; r++ {
 		zr := z.RawRowView(r)
 		tr := t[r*c : (r+1)*c]
-		lse := LogSumExp(zr)
 		tsum := 0.0
+		mx := math.Inf(-1)
 		for k, tv := range tr {
 			if tv != 0 {
 				val += tv * zr[k]
 				tsum += tv
 			}
+			mx = max(mx, zr[k])
 		}
-		val -= tsum * lse
+		// One exponential per class serves both log Σ exp z and, for the
+		// gradient, the probabilities (exp dominates the cost here).
+		s := 0.0
+		for k, v := range zr {
+			e := math.Exp(v - mx)
+			zr[k] = e
+			s += e
+		}
+		val -= tsum * (mx + math.Log(s))
 		if g != nil {
-			// Reuse the logits row for T − P·ΣT: the gradient of
-			// Σ_c t_c log p_c is Σ_c (t_c − p_c ΣT) x.
+			// Reuse the row for T − P·ΣT: the gradient of Σ_c t_c log p_c
+			// is Σ_c (t_c − p_c ΣT) x.
+			inv := tsum / s
 			for k := range zr {
-				zr[k] = tr[k] - tsum*math.Exp(zr[k]-lse)
+				zr[k] = tr[k] - inv*zr[k]
 			}
 		}
 	}
