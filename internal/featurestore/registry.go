@@ -276,14 +276,21 @@ func (r *Registry) Current(ctx context.Context) ([]byte, VersionMeta, error) {
 // refuses unknown and corrupt versions. The alias update and the
 // notification are one MULTI/EXEC under WATCH, retried on conflict, so
 // concurrent promotions serialize: none is lost and every former current
-// version lands in the history exactly once. Promoting the current version
-// again changes nothing but still notifies.
+// version lands in the history exactly once. The version's own keys are
+// watched too, so a concurrent Prune cannot leave "current" pointing at a
+// deleted version. Promoting the current version again changes nothing but
+// still notifies.
 func (r *Registry) Promote(ctx context.Context, version string) error {
-	if _, _, err := r.Get(ctx, version); err != nil {
+	if _, err := parseVersion(version); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
 	cur, hist := r.aliasKey(AliasCurrent), r.historyKey()
 	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		// Verified after WATCH: from here until EXEC, a deletion of the
+		// version aborts the transaction.
+		if _, _, err := r.Get(ctx, version); err != nil {
+			return err
+		}
 		old, err := tx.Get(ctx, cur).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
@@ -301,7 +308,7 @@ func (r *Registry) Promote(ctx context.Context, version string) error {
 			return nil
 		})
 		return err
-	}, cur, hist)
+	}, cur, hist, r.blobKey(version), r.metaKey(version))
 	if err != nil {
 		return fmt.Errorf("promote %s: %w", version, err)
 	}
@@ -437,4 +444,62 @@ func (r *Registry) List(ctx context.Context) ([]VersionMeta, error) {
 		}
 	}
 	return out, nil
+}
+
+// Prune deletes stored versions to bound the registry's memory, and
+// returns the ids deleted, oldest first. It keeps the newest keep versions
+// and every version an alias or the rollback history refers to. It runs
+// under WATCH of the aliases and the history, so a concurrent Promote or
+// Rollback either happens before (and its versions are kept) or makes
+// Prune retry. Metadata of kept versions may name a pruned Parent.
+func (r *Registry) Prune(ctx context.Context, keep int) ([]string, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("prune: keep %d < 0", keep)
+	}
+	cur, prev, hist := r.aliasKey(AliasCurrent), r.aliasKey(AliasPrevious), r.historyKey()
+	var victims []string
+	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		victims = victims[:0]
+		ids, err := tx.ZRange(ctx, r.versionsKey(), 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		h, err := tx.LRange(ctx, hist, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		aliases, err := tx.MGet(ctx, cur, prev).Result()
+		if err != nil {
+			return err
+		}
+		protected := map[string]bool{}
+		for _, v := range h {
+			protected[v] = true
+		}
+		for _, a := range aliases {
+			if s, ok := a.(string); ok {
+				protected[s] = true
+			}
+		}
+		for i, v := range ids {
+			if i < len(ids)-keep && !protected[v] {
+				victims = append(victims, v)
+			}
+		}
+		if len(victims) == 0 {
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, v := range victims {
+				p.Del(ctx, r.blobKey(v), r.metaKey(v))
+				p.ZRem(ctx, r.versionsKey(), v)
+			}
+			return nil
+		})
+		return err
+	}, cur, prev, hist)
+	if err != nil {
+		return nil, fmt.Errorf("prune: %w", err)
+	}
+	return victims, nil
 }

@@ -565,3 +565,146 @@ func TestRedisDown(t *testing.T) {
 		})
 	}
 }
+
+func TestPrune(t *testing.T) {
+	tests := []struct {
+		keep     int
+		promote  []int // indices of the versions promoted, in order
+		rollback bool
+		want     []int // indices of the versions kept
+	}{
+		{keep: 2, promote: []int{2, 4, 6}, want: []int{2, 4, 6, 8, 9}},
+		{keep: 0, promote: []int{2, 4, 6}, want: []int{2, 4, 6}},
+		{keep: 0, promote: []int{2, 4, 6}, rollback: true, want: []int{2, 4}},
+		{keep: 0, want: nil},
+		{keep: 20, promote: []int{0}, want: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+	}
+	forEachBackend(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		for i, tc := range tests {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				ctx := testCtx(t)
+				r := NewRegistry(rdb, fmt.Sprintf("%s:%d", prefix, i))
+				var vs []string
+				for j := range 10 {
+					m, err := r.Put(ctx, blobOf(t, "k", 1, abc, fmt.Sprint(j)), VersionMeta{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					vs = append(vs, m.Version)
+				}
+				for _, j := range tc.promote {
+					if err := r.Promote(ctx, vs[j]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.rollback {
+					if _, err := r.Rollback(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				removed, err := r.Prune(ctx, tc.keep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want, wantRemoved []string
+				for j, v := range vs {
+					if slices.Contains(tc.want, j) {
+						want = append(want, v)
+					} else {
+						wantRemoved = append(wantRemoved, v)
+					}
+				}
+				if !slices.Equal(removed, wantRemoved) && len(removed)+len(wantRemoved) > 0 {
+					t.Errorf("removed %v, want %v", removed, wantRemoved)
+				}
+				list, err := r.List(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var kept []string
+				for _, m := range list {
+					kept = append(kept, m.Version)
+				}
+				if !slices.Equal(kept, want) {
+					t.Errorf("kept %v, want %v", kept, want)
+				}
+				for _, v := range wantRemoved {
+					if _, _, err := r.Get(ctx, v); !errors.Is(err, ErrNotFound) {
+						t.Errorf("Get(pruned %s) error = %v, want ErrNotFound", v, err)
+					}
+				}
+				for _, v := range want {
+					if _, _, err := r.Get(ctx, v); err != nil {
+						t.Errorf("Get(kept %s): %v", v, err)
+					}
+				}
+				if again, err := r.Prune(ctx, tc.keep); err != nil || len(again) != 0 {
+					t.Errorf("second Prune removed %v, %v; want nothing", again, err)
+				}
+			})
+		}
+		t.Run("negative keep", func(t *testing.T) {
+			if _, err := NewRegistry(rdb, prefix).Prune(testCtx(t), -1); err == nil {
+				t.Error("Prune(-1) succeeded")
+			}
+		})
+	})
+}
+
+// TestPruneConcurrentWithPromote prunes everything unprotected while other
+// clients promote and roll back: no alias or history entry may ever be
+// left pointing at a deleted version.
+func TestPruneConcurrentWithPromote(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := testCtx(t)
+		r := NewRegistry(rdb, prefix)
+		var vs []string
+		for j := range 40 {
+			m, err := r.Put(ctx, blobOf(t, "k", 1, abc, fmt.Sprint(j)), VersionMeta{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, m.Version)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for range 40 {
+				if _, err := r.Prune(ctx, 0); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+		for w := range 2 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(w), 9))
+				for range 40 {
+					var err error
+					if rng.IntN(4) == 0 {
+						_, err = r.Rollback(ctx)
+					} else {
+						err = r.Promote(ctx, vs[rng.IntN(len(vs))])
+					}
+					// Promoting a pruned version is refused, not an error
+					// of the test.
+					if err != nil && !errors.Is(err, ErrNotFound) {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		refs := must(rdb.LRange(ctx, r.historyKey(), 0, -1).Result())(t)
+		for _, a := range []string{AliasCurrent, AliasPrevious} {
+			if v, err := r.Alias(ctx, a); err == nil {
+				refs = append(refs, v)
+			}
+		}
+		for _, v := range refs {
+			if _, _, err := r.Get(ctx, v); err != nil {
+				t.Errorf("referenced version %s: %v", v, err)
+			}
+		}
+	})
+}
