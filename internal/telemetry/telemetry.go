@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,8 +44,9 @@ type Config struct {
 	// spans are still created and propagated, so trace ids flow through
 	// the pipeline, but none is exported.
 	Exporter string
-	// OTLPEndpoint is the collector's host:port for "otlp"; empty means
-	// the OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables or localhost:4317.
+	// OTLPEndpoint is the collector's host:port for "otlp", or a URL
+	// (http:// implies Insecure); empty means the
+	// OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables or localhost:4317.
 	OTLPEndpoint string
 	// Insecure disables TLS towards the collector.
 	Insecure bool
@@ -100,7 +102,10 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		topts = append(topts, sdktrace.WithSyncer(exp))
 	case ExporterOTLP:
 		var opts []otlptracegrpc.Option
-		if cfg.OTLPEndpoint != "" {
+		switch {
+		case strings.Contains(cfg.OTLPEndpoint, "://"):
+			opts = append(opts, otlptracegrpc.WithEndpointURL(cfg.OTLPEndpoint))
+		case cfg.OTLPEndpoint != "":
 			opts = append(opts, otlptracegrpc.WithEndpoint(cfg.OTLPEndpoint))
 		}
 		if cfg.Insecure {
