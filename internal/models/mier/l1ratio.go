@@ -111,20 +111,38 @@ func neighbours(g [][]float64, i, k int) []int {
 	return idx[:k]
 }
 
-// l1 returns ‖A W‖₁ (entrywise) and, when s is non-nil, stores sign(A W) in
-// it (sign(0) = 0).
-func l1(a, w *mat.Dense, s *mat.Dense) float64 {
-	var prod mat.Dense
-	prod.Mul(a, w)
-	r, c := prod.Dims()
+// l1 returns ‖A W‖₁ (entrywise). When gs is non-nil it also accumulates
+// Aᵀ sign(A W) into it (d×r, sign(0) = 0), scaled by coef. Raw loops over
+// the rows: r is small, and this is the inner loop of the whole method.
+func l1(a, w *mat.Dense, gs *mat.Dense, coef float64) float64 {
+	n, d := a.Dims()
+	_, r := w.Dims()
+	wr := w.RawMatrix()
+	proj := make([]float64, r)
 	var sum float64
-	for i := 0; i < r; i++ {
-		row := prod.RawRowView(i)
-		for j := 0; j < c; j++ {
-			v := row[j]
-			sum += math.Abs(v)
-			if s != nil {
-				s.Set(i, j, sgn(v))
+	for i := 0; i < n; i++ {
+		row := a.RawRowView(i)
+		clear(proj)
+		for j, v := range row {
+			if v == 0 {
+				continue
+			}
+			wrow := wr.Data[j*wr.Stride : j*wr.Stride+r]
+			for g, x := range wrow {
+				proj[g] += v * x
+			}
+		}
+		for g, p := range proj {
+			sum += math.Abs(p)
+			proj[g] = coef * sgn(p)
+		}
+		if gs != nil {
+			gr := gs.RawMatrix()
+			for j, v := range row[:d] {
+				grow := gr.Data[j*gr.Stride : j*gr.Stride+r]
+				for g, sg := range proj {
+					grow[g] += v * sg
+				}
 			}
 		}
 	}
@@ -143,7 +161,7 @@ func sgn(v float64) float64 {
 
 // Objective returns H(W) = ‖WᵀB‖₁ and M(W) = ‖WᵀE‖₁ (Eqs. 13, 14).
 func (p *Problem) Objective(w *mat.Dense) (h, m float64) {
-	return l1(p.Bt, w, nil), l1(p.Et, w, nil)
+	return l1(p.Bt, w, nil, 0), l1(p.Et, w, nil, 0)
 }
 
 // Subgradient returns G = B sign(BᵀW) − λ E sign(EᵀW), the subgradient of
@@ -152,18 +170,11 @@ func (p *Problem) Objective(w *mat.Dense) (h, m float64) {
 // A_g w_g = Σ e eᵀw_g / |eᵀw_g| = Σ e sign(eᵀw_g); the sign form needs no
 // d×d matrix and no division by a projection that may be zero (spec §9.3).
 func (p *Problem) Subgradient(w *mat.Dense, lambda float64) *mat.Dense {
-	_, r := w.Dims()
-	nb, _ := p.Bt.Dims()
-	ne, _ := p.Et.Dims()
-	sb, se := mat.NewDense(nb, r, nil), mat.NewDense(ne, r, nil)
-	l1(p.Bt, w, sb)
-	l1(p.Et, w, se)
-	var out, ge mat.Dense
-	out.Mul(p.Bt.T(), sb)
-	ge.Mul(p.Et.T(), se)
-	ge.Scale(lambda, &ge)
-	out.Sub(&out, &ge)
-	return &out
+	d, r := w.Dims()
+	g := mat.NewDense(d, r, nil)
+	l1(p.Bt, w, g, 1)
+	l1(p.Et, w, g, -lambda)
+	return g
 }
 
 // Polar returns the orthonormal polar factor U Vᵀ of the thin SVD
@@ -217,11 +228,17 @@ type Options struct {
 	Normalize bool
 	// Guard restricts W to the span of E's columns (see Fit).
 	Guard bool
+	// Adaptive starts each backtracking search at the step accepted last
+	// time divided by β (capped at β) instead of at β: the acceptance test
+	// is unchanged, so J still rises at every step, but far fewer trial
+	// points are evaluated once the iteration has found its scale
+	// (a documented deviation from Algorithm 2's m = 1 restart).
+	Adaptive bool
 }
 
 // DefaultOptions are the settings used when a model does not override them.
 func DefaultOptions(r int) Options {
-	return Options{R: r, Beta: 0.5, MaxIter: 300, MaxBacktrack: 40, Tol: 1e-6, Normalize: true, Guard: true}
+	return Options{R: r, Beta: 0.5, MaxIter: 300, MaxBacktrack: 40, Tol: 1e-6, Normalize: false, Guard: true, Adaptive: true}
 }
 
 // Result is the outcome of Fit.
@@ -311,6 +328,7 @@ func (p *Problem) ascend(ctx context.Context, w *mat.Dense, opt Options) (Result
 		res.Converged = true
 		return res, nil
 	}
+	last := opt.Beta
 	for it := 0; it < opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("mier fit: %w", err)
@@ -326,6 +344,9 @@ func (p *Problem) ascend(ctx context.Context, w *mat.Dense, opt Options) (Result
 			g.Scale(mat.Norm(w, 2)/gn, g)
 		}
 		step := opt.Beta
+		if opt.Adaptive {
+			step = min(maxStep, last/opt.Beta)
+		}
 		accepted := false
 		var next *mat.Dense
 		var nh, nm float64
@@ -340,7 +361,7 @@ func (p *Problem) ascend(ctx context.Context, w *mat.Dense, opt Options) (Result
 			nh, nm = p.Objective(cand)
 			// F(W) = H − λM > 0 ⇔ J(W) > λ (Algorithm 2's test).
 			if nh-lambda*nm > 0 {
-				next, accepted = cand, true
+				next, accepted, last = cand, true, step
 				break
 			}
 			step *= opt.Beta
@@ -400,3 +421,7 @@ func (p *Problem) restrict(q *mat.Dense) *Problem {
 	e.Mul(p.Et, q)
 	return &Problem{Dim: k, Bt: &b, Et: &e}
 }
+
+// maxStep bounds the adaptive trial step; beyond it P(W + tG) ≈ P(G) and a
+// larger t changes nothing.
+const maxStep = 1e6

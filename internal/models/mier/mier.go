@@ -482,7 +482,7 @@ func canonical(w *mat.Dense, p *Problem) *mat.Dense {
 				v[i] = -v[i]
 			}
 		}
-		cols[g] = col{v, l1(p.Bt, mat.NewDense(d, 1, v), nil)}
+		cols[g] = col{v, l1(p.Bt, mat.NewDense(d, 1, v), nil, 0)}
 	}
 	sort.SliceStable(cols, func(a, b int) bool { return cols[a].spread > cols[b].spread })
 	out := mat.NewDense(d, r, nil)
