@@ -109,6 +109,7 @@ func parseConfig(p models.Params, dim int, seed int64) (config, error) {
 	c.Opt.Tol = getf("tol", c.Opt.Tol)
 	c.Opt.Normalize = getb("normalize", c.Opt.Normalize)
 	c.Opt.Guard = getb("guard", c.Opt.Guard)
+	c.Opt.Adaptive = getb("adaptive", c.Opt.Adaptive)
 	c.Standardize = getb("standardize", true)
 	c.KNN = get("knn", 3)
 	c.Top1 = getb("top1", true)
@@ -167,8 +168,9 @@ func (c config) params() models.Params {
 		"r": strconv.Itoa(c.R), "k": strconv.Itoa(c.K), "beta": f(c.Opt.Beta),
 		"maxiter": strconv.Itoa(c.Opt.MaxIter), "backtrack": strconv.Itoa(c.Opt.MaxBacktrack),
 		"tol": f(c.Opt.Tol), "normalize": strconv.FormatBool(c.Opt.Normalize),
-		"guard": strconv.FormatBool(c.Opt.Guard), "standardize": strconv.FormatBool(c.Standardize),
-		"knn": strconv.Itoa(c.KNN), "top1": strconv.FormatBool(c.Top1),
+		"guard": strconv.FormatBool(c.Opt.Guard), "adaptive": strconv.FormatBool(c.Opt.Adaptive),
+		"standardize": strconv.FormatBool(c.Standardize),
+		"knn":         strconv.Itoa(c.KNN), "top1": strconv.FormatBool(c.Top1),
 		"c": f(c.C), "gamma": f(c.Gamma), "grid": c.Grid, "cvfolds": strconv.Itoa(c.CVFolds),
 	}
 }
