@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +22,8 @@ import (
 
 // cmdFlags is what one command (or retrainer subcommand) accepts.
 type cmdFlags struct {
-	flags map[string]bool // flag name -> takes a value (false: boolean)
-	env   map[string]bool // MIMLSTREAM_* variable names
+	flags map[string]bool   // flag name -> takes a value (false: boolean)
+	env   map[string]string // MIMLSTREAM_* variable -> its flag
 }
 
 // The cli package prints each flag as "  --name[ type]", its usage on
@@ -36,7 +37,7 @@ var (
 // parseHelp reads the flags and their environment variables from a
 // command's --help text.
 func parseHelp(text string) (cmdFlags, error) {
-	f := cmdFlags{flags: map[string]bool{}, env: map[string]bool{}}
+	f := cmdFlags{flags: map[string]bool{}, env: map[string]string{}}
 	pending := ""
 	for line := range strings.SplitSeq(text, "\n") {
 		if m := helpFlagLine.FindStringSubmatch(line); m != nil {
@@ -51,7 +52,7 @@ func parseHelp(text string) (cmdFlags, error) {
 			if pending == "" {
 				return f, fmt.Errorf("variable %s follows no flag", m[1])
 			}
-			f.env[m[1]] = true
+			f.env[m[1]] = pending
 			pending = ""
 		}
 	}
@@ -234,15 +235,22 @@ type (
 type run struct {
 	where string
 	argv  []string
-	env   []string // variable names
+	env   []envValue
+}
+
+// envValue is a variable set for a process; known is false when the value
+// comes from the cluster at run time (fieldRef, resourceFieldRef).
+type envValue struct {
+	name, value string
+	known       bool
 }
 
 // checker accumulates what the manifests define and the problems found.
 type checker struct {
-	cmds      map[string]cmdFlags // "annotator", "retrainer serve", ...
-	subs      map[string][]string // dispatcher -> subcommands
-	configs   map[string]map[string]bool
-	secrets   map[string]map[string]bool
+	cmds      map[string]cmdFlags          // "annotator", "retrainer serve", ...
+	subs      map[string][]string          // dispatcher -> subcommands
+	configs   map[string]map[string]string // ConfigMap -> key -> value
+	secrets   map[string]map[string]string // Secret -> key -> decoded value
 	workloads []workloadAt
 	services  []serviceAt
 	hpas      []hpa
@@ -266,7 +274,7 @@ type serviceAt struct {
 func newChecker(cmds map[string]cmdFlags, subs map[string][]string) *checker {
 	return &checker{
 		cmds: cmds, subs: subs,
-		configs: map[string]map[string]bool{}, secrets: map[string]map[string]bool{},
+		configs: map[string]map[string]string{}, secrets: map[string]map[string]string{},
 		usedCommands: map[string][]string{},
 	}
 }
@@ -324,17 +332,22 @@ func (c *checker) addObject(d doc, kind string, decode func(any) bool) {
 		if !decode(&m) {
 			return
 		}
-		keys := map[string]bool{}
-		for k := range maps.Keys(m.Data) {
-			keys[k] = true
+		values := map[string]string{}
+		for k, v := range m.Data {
+			if kind == "Secret" {
+				b, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					c.problemf("%s: Secret/%s: data.%s is not base64: %v", d.file, m.Metadata.Name, k, err)
+				}
+				v = string(b)
+			}
+			values[k] = v
 		}
-		for k := range maps.Keys(m.StringData) {
-			keys[k] = true
-		}
+		maps.Copy(values, m.StringData)
 		if kind == "ConfigMap" {
-			c.configs[m.Metadata.Name] = keys
+			c.configs[m.Metadata.Name] = values
 		} else {
-			c.secrets[m.Metadata.Name] = keys
+			c.secrets[m.Metadata.Name] = values
 		}
 	case "Deployment", "StatefulSet", "DaemonSet", "Job":
 		var w workload
@@ -397,10 +410,10 @@ func composeArgv(n yaml.Node) []string {
 	return nil
 }
 
-// composeEnv returns the variable names of a compose environment, given as
-// a mapping or as a list of NAME=value.
-func composeEnv(n yaml.Node) ([]string, error) {
-	var names []string
+// composeEnv returns the variables of a compose environment, given as a
+// mapping or as a list of NAME=value.
+func composeEnv(n yaml.Node) ([]envValue, error) {
+	var names []envValue
 	switch n.Kind {
 	case 0:
 	case yaml.MappingNode:
@@ -408,12 +421,12 @@ func composeEnv(n yaml.Node) ([]string, error) {
 			if n.Content[i].Value == "<<" {
 				return nil, fmt.Errorf("merge keys hide variables from this check; list them")
 			}
-			names = append(names, n.Content[i].Value)
+			names = append(names, envValue{name: n.Content[i].Value, value: n.Content[i+1].Value, known: true})
 		}
 	case yaml.SequenceNode:
 		for _, e := range n.Content {
-			name, _, _ := strings.Cut(e.Value, "=")
-			names = append(names, name)
+			name, value, known := strings.Cut(e.Value, "=")
+			names = append(names, envValue{name: name, value: value, known: known})
 		}
 	default:
 		return nil, fmt.Errorf("neither a mapping nor a list")
@@ -512,32 +525,41 @@ func (c *checker) checkWorkload(wa workloadAt) {
 				c.problemf("%s: %s probe port %q is not a container port", cw, name, p.HTTPGet.Port.Value)
 			}
 		}
-		var env []string
+		var env []envValue
 		for _, e := range ct.Env {
-			env = append(env, e.Name)
-			if e.ValueFrom == nil {
-				continue
+			ev := envValue{name: e.Name, value: e.Value, known: e.ValueFrom == nil}
+			if e.ValueFrom != nil {
+				for _, ref := range []struct {
+					kind string
+					r    *keyRef
+					from map[string]map[string]string
+				}{{"ConfigMap", e.ValueFrom.ConfigMapKeyRef, c.configs}, {"Secret", e.ValueFrom.SecretKeyRef, c.secrets}} {
+					if ref.r == nil {
+						continue
+					}
+					ev.value, ev.known = ref.from[ref.r.Name][ref.r.Key]
+					if !ev.known {
+						c.problemf("%s: %s: %s %s has no key %s", cw, e.Name, ref.kind, ref.r.Name, ref.r.Key)
+					}
+				}
 			}
-			if r := e.ValueFrom.ConfigMapKeyRef; r != nil && !c.configs[r.Name][r.Key] {
-				c.problemf("%s: %s: ConfigMap %s has no key %s", cw, e.Name, r.Name, r.Key)
-			}
-			if r := e.ValueFrom.SecretKeyRef; r != nil && !c.secrets[r.Name][r.Key] {
-				c.problemf("%s: %s: Secret %s has no key %s", cw, e.Name, r.Name, r.Key)
-			}
+			env = append(env, ev)
 		}
 		for _, ef := range ct.EnvFrom {
-			var keys map[string]bool
+			var values map[string]string
 			switch {
 			case ef.ConfigMapRef != nil:
-				if keys = c.configs[ef.ConfigMapRef.Name]; keys == nil {
+				if values = c.configs[ef.ConfigMapRef.Name]; values == nil {
 					c.problemf("%s: envFrom unknown ConfigMap %s", cw, ef.ConfigMapRef.Name)
 				}
 			case ef.SecretRef != nil:
-				if keys = c.secrets[ef.SecretRef.Name]; keys == nil {
+				if values = c.secrets[ef.SecretRef.Name]; values == nil {
 					c.problemf("%s: envFrom unknown Secret %s", cw, ef.SecretRef.Name)
 				}
 			}
-			env = append(env, slices.Sorted(maps.Keys(keys))...)
+			for _, k := range slices.Sorted(maps.Keys(values)) {
+				env = append(env, envValue{name: k, value: values[k], known: true})
+			}
 		}
 		if ours(ct.Image) {
 			c.runs = append(c.runs, run{where: cw, argv: slices.Concat(ct.Command, ct.Args), env: env})
@@ -616,19 +638,32 @@ func (c *checker) checkRun(r run) {
 			c.problemf("%s: unexpected argument %q to %s", r.where, a, key)
 			continue
 		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		takesValue, ok := spec.flags[name]
-		if !ok {
+		switch {
+		case !ok:
 			c.problemf("%s: %s has no flag --%s", r.where, key, name)
-			continue
-		}
-		if takesValue && !hasValue {
+		case takesValue && !hasValue:
 			i++ // the value is the next argument
+		case !takesValue && hasValue:
+			if _, err := strconv.ParseBool(value); err != nil {
+				c.problemf("%s: boolean flag --%s=%q: not a boolean", r.where, name, value)
+			}
 		}
 	}
 	for _, e := range r.env {
-		if strings.HasPrefix(e, "MIMLSTREAM_") && !spec.env[e] {
-			c.problemf("%s: %s reads no variable %s", r.where, key, e)
+		if !strings.HasPrefix(e.name, "MIMLSTREAM_") {
+			continue
+		}
+		flag, ok := spec.env[e.name]
+		if !ok {
+			c.problemf("%s: %s reads no variable %s", r.where, key, e.name)
+			continue
+		}
+		// Booleans are the one type known from --help; a wrong one would
+		// stop the command at start-up.
+		if _, err := strconv.ParseBool(e.value); e.known && !spec.flags[flag] && err != nil {
+			c.problemf("%s: %s=%q sets boolean --%s: not a boolean", r.where, e.name, e.value, flag)
 		}
 	}
 }

@@ -54,18 +54,24 @@ func TestCheckerFindsMistakes(t *testing.T) {
 	cmds := map[string]cmdFlags{
 		"annotator": {
 			flags: map[string]bool{"brokers": true, "listen": true, "no-feature-cache": false},
-			env:   map[string]bool{"MIMLSTREAM_ANNOTATOR_BROKERS": true, "MIMLSTREAM_ANNOTATOR_LISTEN": true},
+			env: map[string]string{"MIMLSTREAM_ANNOTATOR_BROKERS": "brokers", "MIMLSTREAM_ANNOTATOR_LISTEN": "listen",
+				"MIMLSTREAM_ANNOTATOR_NO_FEATURE_CACHE": "no-feature-cache"},
 		},
 		"retrainer serve": {
 			flags: map[string]bool{"brokers": true},
-			env:   map[string]bool{"MIMLSTREAM_RETRAINER_SERVE_BROKERS": true},
+			env:   map[string]string{"MIMLSTREAM_RETRAINER_SERVE_BROKERS": "brokers"},
 		},
 	}
 	subs := map[string][]string{"retrainer": {"serve", "eval"}}
 	const config = `apiVersion: v1
 kind: ConfigMap
 metadata: {name: cfg}
-data: {brokers: "kafka:9092"}
+data: {brokers: "kafka:9092", cache-off: "yes"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec}
+data: {flag: dHJ1ZQ==}
 `
 	deployment := func(container string) string {
 		return `apiVersion: apps/v1
@@ -122,6 +128,15 @@ spec:
 			want: []string{"matches no workload"}},
 		{name: "service targets a missing port", docs: []string{config, deployment(good), strings.Replace(service, "targetPort: metrics", "targetPort: 9090", 1)},
 			want: []string{`targets "9090"`}},
+		{name: "boolean flag value", docs: []string{config, deployment(strings.Replace(good, "--no-feature-cache]", "--no-feature-cache=yes]", 1))},
+			want: []string{`--no-feature-cache="yes": not a boolean`}},
+		{name: "boolean from a ConfigMap", docs: []string{config, deployment(withEnv(good, "{name: MIMLSTREAM_ANNOTATOR_NO_FEATURE_CACHE, valueFrom: {configMapKeyRef: {name: cfg, key: cache-off}}}"))}, want: []string{`MIMLSTREAM_ANNOTATOR_NO_FEATURE_CACHE="yes" sets boolean`}},
+		{name: "boolean from a Secret, base64", docs: []string{config, deployment(withEnv(good, "{name: MIMLSTREAM_ANNOTATOR_NO_FEATURE_CACHE, valueFrom: {secretKeyRef: {name: sec, key: flag}}}"))}},
+		{name: "secret data not base64", docs: []string{config, deployment(good), `apiVersion: v1
+kind: Secret
+metadata: {name: bad}
+data: {k: "not base64!"}
+`}, want: []string{"data.k is not base64"}},
 		{name: "autoscaler of a missing deployment", docs: []string{config, deployment(good), `apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata: {name: a}
@@ -176,6 +191,12 @@ services:
 			}
 		})
 	}
+}
+
+// withEnv adds one entry to the env list of the container fixture.
+func withEnv(container, entry string) string {
+	const anchor = "        env:\n"
+	return strings.Replace(container, anchor, anchor+"        - "+entry+"\n", 1)
 }
 
 func TestReadYAMLErrors(t *testing.T) {
