@@ -5,6 +5,7 @@ package catalog
 import (
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
+	"github.com/mimlstream/mimlstream/internal/models/mier"
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
 )
 
@@ -14,5 +15,6 @@ func New() *models.Registry {
 		orlr.Kind(),
 		baseline.SLRKind(),
 		baseline.DummyKind(),
+		mier.Kind(),
 	)
 }
