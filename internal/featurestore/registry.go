@@ -40,9 +40,9 @@ const (
 // multi-step rollback.
 const maxHistory = 64
 
-// maxTxAttempts bounds the optimistic-transaction retries of Promote and
-// Rollback; conflicts only come from concurrent promotions, so a handful of
-// retries with jittered backoff always suffices in practice.
+// maxTxAttempts bounds the optimistic-transaction retries of Promote,
+// Rollback and Prune; conflicts only come from these operations running
+// concurrently, so a few retries with jittered backoff suffice in practice.
 const maxTxAttempts = 50
 
 // VersionMeta describes one stored model version.
