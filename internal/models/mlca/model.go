@@ -1,0 +1,521 @@
+package mlca
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// Prediction rules for instances.
+const (
+	// RuleCentroid is eq. 15 of Law et al. 2017: the class of the closest
+	// centroid under the learned metric.
+	RuleCentroid = "centroid"
+	// RuleAlpha is eq. 16: argmax_c (Lᵀx)_c − α‖Lᵀz_c‖², which corrects for
+	// clusters of different sizes.
+	RuleAlpha = "alpha"
+)
+
+// Metrics accepted by the metric= parameter.
+const (
+	MetricLearned   = "learned"
+	MetricEuclidean = "euclidean"
+)
+
+// unseenScore is the instance score of a class no training instance was
+// assigned to: it has no centroid and is never predicted. (A finite value,
+// so annotations stay encodable as JSON.)
+const unseenScore = -math.MaxFloat64
+
+// Config holds the settings shared by the metric models (see doc.go).
+type Config struct {
+	Metric    string
+	Center    bool
+	Kernel    string
+	Gamma     float64
+	Landmarks int
+	Rule      string
+	Alpha     float64
+	Refs      int
+	Citers    int
+}
+
+// ParseConfig reads the shared parameters, with their defaults.
+func ParseConfig(p models.Params) (Config, error) {
+	c := Config{
+		Metric: p.String("metric", MetricLearned),
+		Kernel: p.String("kernel", KernelLinear),
+		Rule:   p.String("rule", RuleCentroid),
+	}
+	var err error
+	if c.Center, err = p.Bool("center", true); err != nil {
+		return c, err
+	}
+	if c.Gamma, err = p.Float("gamma", 0); err != nil {
+		return c, err
+	}
+	if c.Landmarks, err = p.Int("landmarks", 500); err != nil {
+		return c, err
+	}
+	if c.Alpha, err = p.Float("alpha", 0.25); err != nil {
+		return c, err
+	}
+	if c.Refs, err = p.Int("refs", 20); err != nil {
+		return c, err
+	}
+	if c.Citers, err = p.Int("citers", 20); err != nil {
+		return c, err
+	}
+	switch {
+	case c.Metric != MetricLearned && c.Metric != MetricEuclidean:
+		return c, fmt.Errorf("param metric=%q: want learned or euclidean", c.Metric)
+	case c.Rule != RuleCentroid && c.Rule != RuleAlpha:
+		return c, fmt.Errorf("param rule=%q: want centroid or alpha", c.Rule)
+	case c.Rule == RuleAlpha && c.Metric == MetricEuclidean:
+		return c, fmt.Errorf("param rule=alpha needs metric=learned (eq. 16 reads the learned projection)")
+	case c.Refs < 0 || c.Citers < 0:
+		return c, fmt.Errorf("params refs=%d citers=%d must be >= 0", c.Refs, c.Citers)
+	case c.Landmarks < 0:
+		return c, fmt.Errorf("param landmarks=%d must be >= 0", c.Landmarks)
+	case math.IsNaN(c.Alpha) || math.IsInf(c.Alpha, 0):
+		return c, fmt.Errorf("param alpha=%v must be finite", c.Alpha)
+	}
+	return c, nil
+}
+
+// State is the serialized form of a metric model. Besides the projection and
+// the class centroids it holds every training bag, projected (n_train ×
+// OutDim floats, i.e. n_train × k for a learned metric), with its label set
+// and its citation radius: citation-kNN is a lazy learner and needs them at
+// prediction time. For MSCV2 (1758 instances, k = 23) that is about 40 000
+// floats; for Zhou's scene set (18 000 instances, k = 5) about 90 000.
+type State struct {
+	Projection Projection  `json:"projection"`
+	Centroids  [][]float64 `json:"centroids"` // per class, projected; null when unseen
+	Rule       string      `json:"rule"`
+	Alpha      float64     `json:"alpha"`
+	Refs       int         `json:"refs"`
+	Citers     int         `json:"citers"`
+	// TrainBags[i][j] is g(x_ij) for instance j of training bag i.
+	TrainBags   [][][]float64 `json:"train_bags,omitempty"`
+	TrainLabels [][]int       `json:"train_labels,omitempty"`
+	// CiteRadius[i] is the (squared) minimal Hausdorff distance from
+	// training bag i to its Citers-th nearest other training bag: a new bag
+	// closer than that cites bag i.
+	CiteRadius []float64 `json:"cite_radius,omitempty"`
+}
+
+// Model is a trained metric model: instance annotation by closest centroid
+// (eq. 15) or the α rule (eq. 16), bag annotation by citation-kNN with the
+// minimal Hausdorff distance under the metric. It is immutable and safe for
+// concurrent use.
+type Model struct {
+	meta  models.Meta
+	st    State
+	cnorm []float64
+}
+
+// Build assembles a model. assigned[i][j] is the class the training
+// instance j of bag i was assigned to (-1: none); it defines the centroids.
+// kind names the model family in its metadata.
+func Build(ctx context.Context, kind string, train *mil.Dataset, proj Projection, assigned [][]int, cfg Config, params models.Params, workers int) (*Model, error) {
+	k := len(train.Classes)
+	st := State{Projection: proj, Rule: cfg.Rule, Alpha: cfg.Alpha, Refs: cfg.Refs, Citers: cfg.Citers}
+	if err := proj.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Rule == RuleAlpha && proj.OutDim != k {
+		return nil, fmt.Errorf("mlca: rule alpha needs a %d-dim learned projection, have %d", k, proj.OutDim)
+	}
+	sums := make([][]float64, k)
+	counts := make([]int, k)
+	scratch := make([]float64, len(proj.Landmarks))
+	st.TrainBags = make([][][]float64, len(train.Bags))
+	st.TrainLabels = make([][]int, len(train.Bags))
+	for i := range train.Bags {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		b := &train.Bags[i]
+		if len(assigned[i]) != len(b.Instances) {
+			return nil, fmt.Errorf("mlca: bag %d: %d assignments for %d instances", i, len(assigned[i]), len(b.Instances))
+		}
+		g := make([][]float64, len(b.Instances))
+		for j, x := range b.Instances {
+			g[j] = make([]float64, proj.OutDim)
+			proj.apply(x, g[j], scratch)
+			if c := assigned[i][j]; c >= 0 {
+				if sums[c] == nil {
+					sums[c] = make([]float64, proj.OutDim)
+				}
+				for t, v := range g[j] {
+					sums[c][t] += v
+				}
+				counts[c]++
+			}
+		}
+		st.TrainBags[i] = g
+		st.TrainLabels[i] = append([]int{}, b.Labels...)
+	}
+	st.Centroids = make([][]float64, k)
+	for c := range sums {
+		if counts[c] > 0 {
+			for t := range sums[c] {
+				sums[c][t] /= float64(counts[c])
+			}
+			st.Centroids[c] = sums[c]
+		}
+	}
+	if cfg.Refs == 0 && cfg.Citers == 0 {
+		st.TrainBags, st.TrainLabels = nil, nil
+	} else {
+		var err error
+		if st.CiteRadius, err = citeRadii(ctx, st.TrainBags, cfg.Citers, workers); err != nil {
+			return nil, err
+		}
+	}
+	meta := models.Meta{Kind: kind, Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: params}
+	return newModel(meta, st)
+}
+
+func newModel(meta models.Meta, st State) (*Model, error) {
+	k := len(meta.Classes)
+	if len(st.Centroids) != k {
+		return nil, fmt.Errorf("mlca: %d centroids for %d classes", len(st.Centroids), k)
+	}
+	if st.Projection.InDim != meta.Dim {
+		return nil, fmt.Errorf("mlca: projection input dim %d, model dim %d", st.Projection.InDim, meta.Dim)
+	}
+	m := &Model{meta: meta, st: st, cnorm: make([]float64, k)}
+	seen := 0
+	for c, z := range st.Centroids {
+		if z == nil {
+			continue
+		}
+		if len(z) != st.Projection.OutDim {
+			return nil, fmt.Errorf("mlca: centroid %d of dim %d, want %d", c, len(z), st.Projection.OutDim)
+		}
+		seen++
+		for _, v := range z {
+			m.cnorm[c] += v * v
+		}
+	}
+	if seen == 0 {
+		return nil, fmt.Errorf("mlca: no class has a training instance")
+	}
+	if len(st.TrainBags) != len(st.TrainLabels) || (len(st.TrainBags) > 0 && len(st.CiteRadius) != len(st.TrainBags)) {
+		return nil, fmt.Errorf("mlca: inconsistent training bag index")
+	}
+	for i, b := range st.TrainBags {
+		for _, g := range b {
+			if len(g) != st.Projection.OutDim {
+				return nil, fmt.Errorf("mlca: training bag %d has a point of dim %d", i, len(g))
+			}
+		}
+		for _, l := range st.TrainLabels[i] {
+			if l < 0 || l >= k {
+				return nil, fmt.Errorf("mlca: training bag %d has label %d", i, l)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Decode restores a model from its metadata and MarshalState output.
+func Decode(meta models.Meta, state []byte) (*Model, error) {
+	var st State
+	if err := json.Unmarshal(state, &st); err != nil {
+		return nil, err
+	}
+	if err := st.Projection.validate(); err != nil {
+		return nil, err
+	}
+	return newModel(meta, st)
+}
+
+// Meta implements models.Model.
+func (m *Model) Meta() models.Meta { return m.meta }
+
+// MarshalState implements models.Model.
+func (m *Model) MarshalState() ([]byte, error) { return json.Marshal(m.st) }
+
+// State returns the model's parameters (shared, do not modify).
+func (m *Model) State() *State { return &m.st }
+
+// Annotate implements models.Model. Instance scores are, per class, the
+// negative squared distance to the class centroid under the metric (rule
+// centroid, eq. 15) or (Lᵀx)_c − α‖Lᵀz_c‖² (rule alpha, eq. 16); a class
+// without centroid scores -MaxFloat64. In transductive mode the label of an
+// instance is the best-scored class among the bag's labels (all classes when
+// the bag has none); the scores themselves are not masked. Bag scores are the
+// citation-kNN votes (see citationKNN); bag labels are the citation-kNN
+// prediction in inductive mode, and the union of the instance labels in
+// transductive mode, where the bag's labels are known.
+func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+	if err := ctx.Err(); err != nil {
+		return models.Annotation{}, err
+	}
+	k := len(m.meta.Classes)
+	if err := b.Validate(m.meta.Dim, k); err != nil {
+		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
+	}
+	p := &m.st.Projection
+	if p.Kernel == KernelChi2 {
+		for j, x := range b.Instances {
+			if err := checkNonNegative(x); err != nil {
+				return models.Annotation{}, fmt.Errorf("%w: bag %q instance %d: %w", models.ErrBadInput, b.ID, j, err)
+			}
+		}
+	}
+	cand := m.candidates(b, mode)
+	scratch := make([]float64, len(p.Landmarks))
+	g := make([][]float64, len(b.Instances))
+	ann := models.Annotation{
+		InstanceLabels: make([]int, len(b.Instances)),
+		InstanceScores: make([][]float64, len(b.Instances)),
+	}
+	for j, x := range b.Instances {
+		g[j] = make([]float64, p.OutDim)
+		p.apply(x, g[j], scratch)
+		s := make([]float64, k)
+		for c, z := range m.st.Centroids {
+			switch {
+			case z == nil:
+				s[c] = unseenScore
+			case m.st.Rule == RuleAlpha:
+				s[c] = g[j][c] - m.st.Alpha*m.cnorm[c]
+			default:
+				s[c] = -sqDist(g[j], z)
+			}
+		}
+		best := cand[0]
+		for _, c := range cand[1:] {
+			if s[c] > s[best] {
+				best = c
+			}
+		}
+		ann.InstanceScores[j], ann.InstanceLabels[j] = s, best
+	}
+	if len(m.st.TrainBags) > 0 {
+		ann.BagLabels, ann.BagScores = m.citationKNN(g)
+	} else {
+		ann.BagScores = make([]float64, k)
+		for c := range ann.BagScores {
+			ann.BagScores[c] = unseenScore
+			for j := range g {
+				ann.BagScores[c] = max(ann.BagScores[c], ann.InstanceScores[j][c])
+			}
+		}
+	}
+	if mode == models.Transductive || len(m.st.TrainBags) == 0 {
+		set := slices.Clone(ann.InstanceLabels)
+		slices.Sort(set)
+		ann.BagLabels = slices.Compact(set)
+	}
+	return ann, nil
+}
+
+// candidates lists the classes an instance of b may take: the seen classes
+// of b's label set in transductive mode, every seen class otherwise (or when
+// that intersection is empty).
+func (m *Model) candidates(b *mil.Bag, mode models.Mode) []int {
+	var cand []int
+	if mode == models.Transductive {
+		for _, c := range b.Labels {
+			if m.st.Centroids[c] != nil {
+				cand = append(cand, c)
+			}
+		}
+	}
+	if len(cand) == 0 {
+		for c, z := range m.st.Centroids {
+			if z != nil {
+				cand = append(cand, c)
+			}
+		}
+	}
+	return cand
+}
+
+// minHausdorff is the minimal Hausdorff distance (squared) between two bags
+// of projected points: min over pairs of ‖a − b‖².
+func minHausdorff(a, b [][]float64) float64 {
+	return minHausdorffBelow(a, b, math.Inf(1))
+}
+
+// minHausdorffBelow is minHausdorff when that is below bound, and some value
+// >= bound otherwise: partial sums stop as soon as they reach the best value
+// so far, which prunes most of the work when only near bags matter.
+func minHausdorffBelow(a, b [][]float64, bound float64) float64 {
+	best := bound
+	for _, x := range a {
+		for _, y := range b {
+			best = min(best, sqDistBelow(x, y, best))
+		}
+	}
+	return best
+}
+
+// citationKNN is the citation-kNN of Wang and Zucker (2000) with the minimal
+// Hausdorff distance, extended to label sets as in Zhou's MIML experiments:
+// the voters are the Refs nearest training bags (references) and the
+// training bags that would count the new bag among their Citers nearest
+// neighbours (citers); class c is predicted when more than half of the votes
+// carry it. When no class reaches a majority the best-scored one is
+// predicted, since every bag of these collections has at least one label.
+//
+// The score of class c is (votes_c + 0.5/(1 + r_c)) / votes, where r_c is the
+// rank (by distance) of the nearest training bag carrying c. The bonus is
+// below one vote, so it only orders classes with equal vote counts (the
+// ranking measures count ties pessimistically).
+func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
+	k := len(m.meta.Classes)
+	type nb struct {
+		d float64
+		i int
+	}
+	all := make([]nb, len(m.st.TrainBags))
+	votes := make([]float64, k)
+	total := 0.0
+	for i, tb := range m.st.TrainBags {
+		d := minHausdorff(g, tb)
+		all[i] = nb{d, i}
+		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
+			for _, c := range m.st.TrainLabels[i] {
+				votes[c]++
+			}
+			total++
+		}
+	}
+	slices.SortFunc(all, func(a, b nb) int {
+		return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.i, b.i))
+	})
+	for _, n := range all[:min(m.st.Refs, len(all))] {
+		for _, c := range m.st.TrainLabels[n.i] {
+			votes[c]++
+		}
+		total++
+	}
+	rank := make([]int, k)
+	for c := range rank {
+		rank[c] = -1
+	}
+	left := k
+	for r, n := range all {
+		for _, c := range m.st.TrainLabels[n.i] {
+			if rank[c] < 0 {
+				rank[c] = r
+				left--
+			}
+		}
+		if left == 0 {
+			break
+		}
+	}
+	scores := make([]float64, k)
+	var labels []int
+	for c := range scores {
+		bonus := 0.0
+		if rank[c] >= 0 {
+			bonus = 0.5 / float64(1+rank[c])
+		}
+		scores[c] = (votes[c] + bonus) / max(total, 1)
+		if votes[c] > total/2 {
+			labels = append(labels, c)
+		}
+	}
+	if len(labels) == 0 {
+		labels = []int{0}
+		for c := range scores {
+			if scores[c] > scores[labels[0]] {
+				labels[0] = c
+			}
+		}
+	}
+	return labels, scores
+}
+
+// citeRadii computes, for every training bag, the distance to its c-th
+// nearest other training bag. It is O(m²) bag distances: the price of
+// citation-kNN, paid once per fit, in parallel over bags (each worker owns
+// its output slots, so the result does not depend on the worker count).
+func citeRadii(ctx context.Context, bags [][][]float64, c, workers int) ([]float64, error) {
+	m := len(bags)
+	out := make([]float64, m)
+	if c == 0 {
+		return out, nil
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// top holds the c smallest distances so far, ascending; once
+			// full, its last entry bounds the distances worth computing.
+			top := make([]float64, 0, c)
+			for i := range next {
+				top = top[:0]
+				for j := range bags {
+					if j == i {
+						continue
+					}
+					bound := math.Inf(1)
+					if len(top) == c {
+						bound = top[c-1]
+					}
+					d := minHausdorffBelow(bags[i], bags[j], bound)
+					if d >= bound {
+						continue
+					}
+					pos, _ := slices.BinarySearch(top, d)
+					if len(top) < c {
+						top = append(top, 0)
+					}
+					copy(top[pos+1:], top[pos:len(top)-1])
+					top[pos] = d
+				}
+				if len(top) == 0 {
+					out[i] = -1 // nobody to compare with: cites nothing (distances are >= 0)
+					continue
+				}
+				out[i] = top[len(top)-1]
+			}
+		}()
+	}
+	var err error
+	for i := 0; i < m; i++ {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out, err
+}
+
+// sqDistBelow is ‖a − b‖², or any value >= bound once the partial sum
+// reaches it (the caller only keeps values below bound).
+func sqDistBelow(a, b []float64, bound float64) float64 {
+	s := 0.0
+	for i := range a {
+		t := a[i] - b[i]
+		s += t * t
+		if s >= bound {
+			return s
+		}
+	}
+	return s
+}

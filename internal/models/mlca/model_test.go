@@ -1,0 +1,347 @@
+package mlca
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/synth"
+	"gonum.org/v1/gonum/mat"
+)
+
+func synthData(t *testing.T, seed uint64) *mil.Dataset {
+	t.Helper()
+	g := synth.MIML{Bags: 120, Dim: 6, Classes: 4, MaxLabels: 2, MaxPerLabel: 2, Spread: 0.1}
+	ds, err := g.Generate(rand.New(rand.NewPCG(seed, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// refCitation is citation-kNN written from its definition: references are
+// the r nearest training bags; bag B cites E when E ranks among B's c
+// nearest neighbours in (training bags \ {B}) ∪ {E}, ties counted in E's
+// favour.
+func refCitation(train [][][]float64, labels [][]int, e [][]float64, r, c, k int) (votes []float64, total float64) {
+	m := len(train)
+	dist := func(a, b [][]float64) float64 {
+		best := math.Inf(1)
+		for _, x := range a {
+			for _, y := range b {
+				best = min(best, sqDist(x, y))
+			}
+		}
+		return best
+	}
+	de := make([]float64, m)
+	for i := range train {
+		de[i] = dist(e, train[i])
+	}
+	idx := make([]int, m)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return de[idx[a]] < de[idx[b]] })
+	votes = make([]float64, k)
+	for _, i := range idx[:min(r, m)] {
+		for _, l := range labels[i] {
+			votes[l]++
+		}
+		total++
+	}
+	for b := range train {
+		closer := 0 // other training bags strictly closer to b than e is
+		for o := range train {
+			if o != b && dist(train[b], train[o]) < de[b] {
+				closer++
+			}
+		}
+		if closer < c {
+			for _, l := range labels[b] {
+				votes[l]++
+			}
+			total++
+		}
+	}
+	return votes, total
+}
+
+func TestCitationKNNMatchesDefinition(t *testing.T) {
+	ds := synthData(t, 3)
+	train := ds.Subset(seq(0, 100))
+	for _, rc := range [][2]int{{20, 20}, {5, 3}, {1, 0}, {0, 7}} {
+		m, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: models.Params{
+			"refs": itoa(rc[0]), "citers": itoa(rc[1])}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := m.State()
+		for i := 100; i < 120; i++ {
+			b := &ds.Bags[i]
+			g := make([][]float64, len(b.Instances))
+			for j, x := range b.Instances {
+				g[j] = make([]float64, st.Projection.OutDim)
+				st.Projection.apply(x, g[j], nil)
+			}
+			_, scores := m.citationKNN(g)
+			votes, total := refCitation(st.TrainBags, st.TrainLabels, g, rc[0], rc[1], 4)
+			for c := range votes {
+				// The score is votes plus a tie-break below one vote.
+				if got := scores[c] * total; got < votes[c]-1e-9 || got >= votes[c]+0.5+1e-9 {
+					t.Fatalf("r=%d c=%d bag %d class %d: score·total %.4f, reference votes %.0f", rc[0], rc[1], i, c, got, votes[c])
+				}
+			}
+		}
+	}
+}
+
+// nonNegative shifts the features of a copy of ds into [0, ∞) for chi2.
+func nonNegative(ds *mil.Dataset) *mil.Dataset {
+	out := *ds
+	out.Bags = make([]mil.Bag, len(ds.Bags))
+	for i, b := range ds.Bags {
+		b.Instances = make([][]float64, len(ds.Bags[i].Instances))
+		for j, x := range ds.Bags[i].Instances {
+			b.Instances[j] = make([]float64, len(x))
+			for t, v := range x {
+				b.Instances[j][t] = math.Abs(v + 1)
+			}
+		}
+		out.Bags[i] = b
+	}
+	return &out
+}
+
+func seq(lo, hi int) []int {
+	s := make([]int, hi-lo)
+	for i := range s {
+		s[i] = lo + i
+	}
+	return s
+}
+
+func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+func TestFitSupervisedRecoversClasses(t *testing.T) {
+	ds := synthData(t, 5)
+	train, test := ds.Subset(seq(0, 100)), ds.Subset(seq(100, 120))
+	cases := []struct {
+		name   string
+		params models.Params
+		minAcc float64
+	}{
+		{"linear-centroid", models.Params{}, 0.95},
+		{"linear-alpha", models.Params{"rule": "alpha", "alpha": "0.5"}, 0.95},
+		{"euclidean", models.Params{"metric": "euclidean"}, 0.95},
+		{"rbf", models.Params{"kernel": "rbf", "landmarks": "100"}, 0.95},
+		{"chi2", models.Params{"kernel": "chi2", "landmarks": "0"}, 0.9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			train, test := train, test
+			if tc.params["kernel"] == KernelChi2 {
+				train, test = nonNegative(train), nonNegative(test)
+			}
+			m, err := Kind().Fit(context.Background(), train, models.FitOptions{Seed: 2, Params: tc.params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, tot := 0, 0
+			for i := range test.Bags {
+				b := test.Bags[i]
+				b.Labels = nil
+				a, err := m.Annotate(context.Background(), &b, models.Inductive)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, l := range a.InstanceLabels {
+					tot++
+					if l == b.InstanceLabels[j] {
+						ok++
+					}
+				}
+				if len(a.BagScores) != 4 || len(a.InstanceScores) != len(b.Instances) {
+					t.Fatalf("annotation shape: %d bag scores, %d instance score rows", len(a.BagScores), len(a.InstanceScores))
+				}
+			}
+			if acc := float64(ok) / float64(tot); acc < tc.minAcc {
+				t.Fatalf("instance accuracy %.3f < %.2f", acc, tc.minAcc)
+			}
+		})
+	}
+}
+
+func TestNystromWithAllLandmarksReproducesKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	xs := make([][]float64, 30)
+	for i := range xs {
+		xs[i] = []float64{rng.Float64(), rng.Float64(), rng.Float64()}
+	}
+	for _, kernel := range []string{KernelRBF, KernelChi2} {
+		f, err := NewFeatureMap(kernel, 2, 0, xs, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phi := f.Matrix(xs)
+		var k mat.Dense
+		k.Mul(phi, phi.T())
+		for i := range xs {
+			for j := range xs {
+				if want := f.kernel(xs[i], xs[j]); math.Abs(k.At(i, j)-want) > 1e-6 {
+					t.Fatalf("%s: Φ Φᵀ[%d,%d] = %v, k = %v", kernel, i, j, k.At(i, j), want)
+				}
+			}
+		}
+	}
+}
+
+func TestAnnotateTransductiveRestrictsToBagLabels(t *testing.T) {
+	ds := synthData(t, 11)
+	m, err := Fit(context.Background(), ds.Subset(seq(0, 100)), models.FitOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 120; i++ {
+		b := ds.Bags[i]
+		b.Labels = []int{b.Labels[0]}
+		a, err := m.Annotate(context.Background(), &b, models.Transductive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range a.InstanceLabels {
+			if l != b.Labels[0] {
+				t.Fatalf("transductive label %d outside bag labels %v", l, b.Labels)
+			}
+		}
+		if !slices.Equal(a.BagLabels, b.Labels) {
+			t.Fatalf("transductive bag labels %v, want %v", a.BagLabels, b.Labels)
+		}
+	}
+}
+
+func TestAnnotateBadInput(t *testing.T) {
+	ds := synthData(t, 13)
+	m, err := Fit(context.Background(), ds, models.FitOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chi, err := Fit(context.Background(), nonNegative(ds), models.FitOptions{Seed: 1, Params: models.Params{"kernel": "chi2", "landmarks": "50"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := make([]float64, 6)
+	cases := []struct {
+		name  string
+		model models.Model
+		bag   mil.Bag
+	}{
+		{"empty", m, mil.Bag{ID: "e"}},
+		{"dimension", m, mil.Bag{ID: "d", Instances: [][]float64{{1, 2}}}},
+		{"nan", m, mil.Bag{ID: "n", Instances: [][]float64{{0, 0, math.NaN(), 0, 0, 0}}}},
+		{"label-range", m, mil.Bag{ID: "l", Instances: [][]float64{good}, Labels: []int{9}}},
+		{"chi2-negative", chi, mil.Bag{ID: "c", Instances: [][]float64{{0, 0, -1, 0, 0, 0}}}},
+	}
+	for _, tc := range cases {
+		_, err := tc.model.Annotate(context.Background(), &tc.bag, models.Inductive)
+		if !errors.Is(err, models.ErrBadInput) {
+			t.Errorf("%s: error %v does not wrap ErrBadInput", tc.name, err)
+		}
+	}
+}
+
+func TestEncodeDecodeRoundTripAndConcurrency(t *testing.T) {
+	ds := synthData(t, 17)
+	for _, params := range []models.Params{{}, {"kernel": "rbf", "landmarks": "40", "rule": "alpha"}, {"metric": "euclidean", "refs": "0", "citers": "0"}} {
+		m, err := Kind().Fit(context.Background(), ds.Subset(seq(0, 100)), models.FitOptions{Seed: 4, Params: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blob, err := models.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := models.NewRegistry(Kind()).Decode(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]models.Annotation, 20)
+		for i := range want {
+			if want[i], err = m.Annotate(context.Background(), &ds.Bags[100+i], models.Inductive); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4*len(want))
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range want {
+					got, err := back.Annotate(context.Background(), &ds.Bags[100+i], models.Inductive)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !reflect.DeepEqual(got, want[i]) {
+						errs <- errors.New("decoded model annotates differently")
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("%v: %v", params, err)
+		}
+	}
+}
+
+func TestFitDeterministicAcrossWorkers(t *testing.T) {
+	ds := synthData(t, 19)
+	var blobs [][]byte
+	for _, w := range []int{1, 3} {
+		m, err := Fit(context.Background(), ds, models.FitOptions{Seed: 5, Workers: w, Params: models.Params{"kernel": "rbf", "landmarks": "30"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, b)
+	}
+	if string(blobs[0]) != string(blobs[1]) {
+		t.Fatal("model state depends on the worker count")
+	}
+}
+
+func TestFitNeedsInstanceLabels(t *testing.T) {
+	ds := synthData(t, 23)
+	for i := range ds.Bags {
+		ds.Bags[i].InstanceLabels = nil
+	}
+	if _, err := Fit(context.Background(), ds, models.FitOptions{}); !errors.Is(err, ErrNoData) {
+		t.Fatalf("error %v, want ErrNoData", err)
+	}
+}
+
+func TestParseConfigRejects(t *testing.T) {
+	for _, p := range []models.Params{
+		{"metric": "cosine"}, {"rule": "nearest"}, {"rule": "alpha", "metric": "euclidean"},
+		{"refs": "-1"}, {"alpha": "x"}, {"landmarks": "-2"}, {"center": "maybe"},
+	} {
+		if _, err := ParseConfig(p); err == nil {
+			t.Errorf("%v accepted", p)
+		}
+	}
+}
