@@ -34,8 +34,15 @@ type Config struct {
 	Subset    float64   `json:"subset"`     // subset: fraction of bags per EM iteration (eq. 29)
 	Prune     float64   `json:"prune"`      // prune: fraction of bags with the largest n|Y|2^|Y| dropped
 	MaxLabels int       `json:"max_labels"` // max_labels: largest |Y| the exact programme accepts
-	MSteps    int       `json:"msteps"`     // msteps: gradient steps per M-step (GEM)
+	MSteps    int       `json:"msteps"`     // msteps: iterations per M-step (GEM)
+	MStep     string    `json:"mstep"`      // mstep: gd (backtracking gradient ascent, the paper's) | lbfgs
 }
+
+// M-step optimizers.
+const (
+	MStepGD    = "gd"
+	MStepLBFGS = "lbfgs"
+)
 
 // DefaultConfig is the paper's setting: linear features, no regularisation
 // ("free of parameter tuning"), 50 EM iterations, forward-and-substitution.
@@ -45,7 +52,7 @@ type Config struct {
 // see the package's reproduction test).
 func DefaultConfig() Config {
 	return Config{L2: 0, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 1,
-		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 30}
+		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 30, MStep: MStepGD}
 }
 
 // ParseConfig reads the model parameters; absent keys keep their defaults.
@@ -81,6 +88,7 @@ func ParseConfig(p models.Params) (Config, error) {
 	if c.MSteps, err = p.Int("msteps", c.MSteps); err != nil {
 		return c, err
 	}
+	c.MStep = p.String("mstep", c.MStep)
 	return c, c.Validate()
 }
 
@@ -110,6 +118,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orlr: max_labels=%d must be in [1,%d] (memory is 2^max_labels per worker)", c.MaxLabels, hardMaxLabels)
 	case c.MSteps < 1:
 		return fmt.Errorf("orlr: msteps=%d must be >= 1", c.MSteps)
+	case c.MStep != MStepGD && c.MStep != MStepLBFGS:
+		return fmt.Errorf("orlr: mstep=%q (want gd or lbfgs)", c.MStep)
 	}
 	return nil
 }
@@ -120,6 +130,6 @@ func (c Config) Params() models.Params {
 	return models.Params{
 		"l2": f(c.L2), "iters": strconv.Itoa(c.Iters), "tol": f(c.Tol), "estep": string(c.EStep),
 		"kernel": c.Kernel, "kernel_s": f(c.KernelS), "dict_frac": f(c.DictFrac), "subset": f(c.Subset),
-		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps),
+		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps), "mstep": c.MStep,
 	}
 }

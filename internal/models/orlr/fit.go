@@ -110,15 +110,23 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 		}
 		tr.LogLik = append(tr.LogLik, ll)
 		mp := em.mProblem(active)
-		res, err := mp.Ascend(ctx, m.lr.W, cfg.MSteps, 0, step)
+		var surrogate float64
+		switch cfg.MStep {
+		case MStepLBFGS:
+			// Also a GEM step: every accepted L-BFGS step increases g.
+			surrogate, err = mp.MaximizeLBFGS(ctx, m.lr.W, cfg.MSteps, 1e-9)
+		default:
+			var res softmax.AscendResult
+			res, err = mp.Ascend(ctx, m.lr.W, cfg.MSteps, 0, step)
+			surrogate, step = res.Value, res.StepSize
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		step = res.StepSize
 		if opt.Progress != nil {
 			opt.Progress(it+1, cfg.Iters)
 		}
-		slog.Debug("orlr EM", "iter", it+1, "loglik", ll, "surrogate", res.Value, "msteps", res.Steps)
+		slog.Debug("orlr EM", "iter", it+1, "loglik", ll, "surrogate", surrogate)
 		if cfg.Tol > 0 && cfg.Subset == 1 && ll-prevLL <= cfg.Tol*math.Abs(ll) {
 			break
 		}

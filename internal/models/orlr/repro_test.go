@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ func cvAccuracy(t *testing.T, kind models.Kind, d *mil.Dataset, folds int, seed 
 	rng := rand.New(rand.NewPCG(uint64(seed), 99))
 	perm := rng.Perm(len(d.Bags))
 	var accs []float64
-	for f := range folds {
+	run := folds
+	if v, err := strconv.Atoi(os.Getenv("ORLR_FOLDS")); err == nil && v > 0 {
+		run = min(v, folds) // tuning aid: only the first folds
+	}
+	for f := range run {
 		var trainIdx, testIdx []int
 		for i, b := range perm {
 			if i%folds == f {
