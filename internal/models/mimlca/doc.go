@@ -1,0 +1,61 @@
+// Package mimlca implements MIMLCA, the weakly supervised metric learning of
+// Law, Yu, Urtasun, Zemel and Xing, "Efficient Multiple Instance Metric
+// Learning using Weakly Supervised Data" (CVPR 2017), Algorithm 1:
+//
+//  1. U: an orthonormal basis of the column space of X (U Uᵀ = X X†),
+//     computed from the d×d Gram matrix, so O(nd²);
+//  2. the adapted k-means of eq. 12 over the rows of U, each bag's
+//     instances assigned to its candidate labels exactly (eq. 13) by the
+//     rectangular Hungarian algorithm of package assign;
+//  3. the closed-form metric of MLCA on the assigned rows: L = X_sel† J.
+//
+// Every step is linear in the number of instances n. The resulting model is
+// an mlca.Model (kind "mimlca"): instance annotation by closest centroid
+// (eq. 15) or the α rule (eq. 16), bag annotation by citation-kNN with the
+// minimal Hausdorff distance under the learned metric. See package mlca for
+// the annotation rules, the scores and the serialized state.
+//
+// # Parameters (models.FitOptions.Params)
+//
+// Shared with mlca (parsed by mlca.ParseConfig):
+//
+//	metric=learned|euclidean  euclidean keeps the MIMLCA assignment and
+//	                          centroids but uses the identity metric: the
+//	                          baseline of the paper's tables (default learned)
+//	kernel=linear|rbf|chi2    rbf: exp(-γ‖a−b‖²); chi2: exp(-γ D_χ²(a,b)) on
+//	                          ℓ1-normalized vectors (non-negative features)
+//	gamma=0                   kernel width; 0 = 1/mean pairwise distance
+//	landmarks=500             Nyström landmarks for kernels (0 = all training
+//	                          instances: the exact kernel method, O(n³))
+//	center=true               subtract the training mean of the features
+//	                          before learning (the closed form has no
+//	                          intercept; false = the paper's raw features)
+//	rule=centroid|alpha       eq. 15 or eq. 16 for instance labels
+//	alpha=0.25                α of eq. 16
+//	refs=20, citers=20        citation-kNN references r and citers c
+//	                          (both 0: bag labels = union of instance labels)
+//
+// MIMLCA only:
+//
+//	iters=50                  maximum adapted k-means iterations per restart
+//	restarts=10               random initializations of H; lowest eq. 12 wins
+//	assign=input|kernel       space of the adapted k-means for kernel models
+//
+// # Kernels
+//
+// Kernels are realized with the Nyström feature map over landmark instances
+// (see mlca.FeatureMap): the linear algorithm on those features is exactly
+// the kernel algorithm of the paper when every instance is a landmark, and
+// costs O(n q²) otherwise. With assign=kernel, step 1 uses U Uᵀ = K K† as in
+// the paper. But when K is invertible K K† = I: every row of U is a unit
+// vector orthogonal to the others, the objective of eq. 12 is the same for
+// every assignment (ñ − k), and the adapted k-means cannot leave its random
+// start (TestKernelStepOneIsVacuousWithExactKernel). With many landmarks
+// the same happens approximately. So by default (assign=input) the
+// assignment is computed in the input space and only the metric (step 11)
+// is learned in the kernel space.
+//
+// Unlabeled bags (Labels nil) carry no signal and are ignored by Fit; bags
+// with an empty label set take part in U and in the citation-kNN index but
+// get no assignment.
+package mimlca

@@ -1,0 +1,169 @@
+package mimlca
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/mlca"
+	"gonum.org/v1/gonum/mat"
+)
+
+// KindName is the registry name of MIMLCA.
+const KindName = "mimlca"
+
+// Kind returns the "mimlca" model kind.
+func Kind() models.Kind {
+	return models.Kind{
+		Name:          KindName,
+		Description:   "MIMLCA: metric learned from bag labels by adapted k-means and closed form (Law et al. 2017), centroid and citation-kNN annotation",
+		InstanceLevel: true,
+		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
+			m, _, err := Fit(ctx, train, opt)
+			return m, err
+		},
+		Decode: func(meta models.Meta, state []byte) (models.Model, error) {
+			return mlca.Decode(meta, state)
+		},
+	}
+}
+
+// Options are the MIMLCA-specific parameters.
+type Options struct {
+	Iters    int
+	Restarts int
+	// Assign selects the space of the adapted k-means for a kernel model:
+	// "input" (U from the centred input X) or "kernel" (U from Φ, K K† in
+	// the paper). See doc.go for why "input" is the default.
+	Assign string
+}
+
+func parseOptions(p models.Params) (Options, error) {
+	o := Options{}
+	var err error
+	if o.Iters, err = p.Int("iters", 50); err != nil {
+		return o, err
+	}
+	if o.Restarts, err = p.Int("restarts", 10); err != nil {
+		return o, err
+	}
+	o.Assign = p.String("assign", "input")
+	if o.Assign != "input" && o.Assign != "kernel" {
+		return o, fmt.Errorf("param assign=%q: want input or kernel", o.Assign)
+	}
+	if o.Iters < 1 || o.Restarts < 1 {
+		return o, fmt.Errorf("params iters=%d restarts=%d must be >= 1", o.Iters, o.Restarts)
+	}
+	return o, nil
+}
+
+// Fit runs Algorithm 1 of Law et al. 2017 on the labeled bags of train
+// (unlabeled bags carry no signal and are skipped) and returns the model with
+// the adapted k-means outcome. Steps: φ = feature map (identity, or Nyström
+// for a kernel); U = orthonormal basis of Φ's column space (step 1, via the
+// Gram matrix); adapted k-means (steps 2-8); L = Φ_sel† J on the assigned
+// rows (steps 9-11); the centroids are the class means of the assigned rows.
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
+	cfg, err := mlca.ParseConfig(opt.Params)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	o, err := parseOptions(opt.Params)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	k := len(train.Classes)
+	labeled := &mil.Dataset{Name: train.Name, Classes: train.Classes, Dim: train.Dim}
+	for i := range train.Bags {
+		b := &train.Bags[i]
+		if err := b.Validate(train.Dim, k); err != nil {
+			return nil, Result{}, fmt.Errorf("mimlca fit: %w: %w", models.ErrBadInput, err)
+		}
+		if b.Labeled() {
+			labeled.Bags = append(labeled.Bags, *b)
+		}
+	}
+	xs := mlca.Instances(labeled)
+	if len(xs) == 0 {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", mlca.ErrNoData)
+	}
+	bags := make([]Bag, len(labeled.Bags))
+	start := 0
+	for i := range labeled.Bags {
+		b := &labeled.Bags[i]
+		bags[i] = Bag{Start: start, N: len(b.Instances), Labels: b.Labels}
+		start += len(b.Instances)
+	}
+	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6d696d6c))
+	fm, err := mlca.NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
+	if err != nil {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+	}
+	phi := fm.Matrix(xs)
+	if cfg.Center {
+		fm.Center(phi)
+	}
+	progress := func(done int) {
+		if opt.Progress != nil {
+			opt.Progress(done, 3)
+		}
+	}
+	// Step 1: U with U Uᵀ = Φ Φ† (= K K† for a kernel).
+	space := phi
+	if cfg.Kernel != mlca.KernelLinear && o.Assign == "input" {
+		lin, err := mlca.NewFeatureMap(mlca.KernelLinear, 0, 0, xs, rng)
+		if err != nil {
+			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+		}
+		space = lin.Matrix(xs)
+		if cfg.Center {
+			lin.Center(space)
+		}
+	}
+	wh, err := mlca.NewWhitener(mlca.Gram(space), len(xs))
+	if err != nil {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+	}
+	u := wh.Project(space)
+	progress(1)
+	res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Iters: o.Iters, Restarts: o.Restarts, Workers: opt.Workers}, rng)
+	if err != nil {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+	}
+	progress(2)
+	// Steps 9-11: closed form on the assigned rows.
+	var sel []int
+	for j, c := range res.Assigned {
+		if c >= 0 {
+			sel = append(sel, j)
+		}
+	}
+	if len(sel) == 0 {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", mlca.ErrNoData)
+	}
+	var w *mat.Dense
+	if cfg.Metric == mlca.MetricLearned {
+		_, s := phi.Dims()
+		xsel := mat.NewDense(len(sel), s, nil)
+		lab := make([]int, len(sel))
+		for r, j := range sel {
+			xsel.SetRow(r, phi.RawRowView(j))
+			lab[r] = res.Assigned[j]
+		}
+		if w, err = mlca.Train(xsel, lab, k); err != nil {
+			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+		}
+	}
+	assigned := make([][]int, len(bags))
+	for i, b := range bags {
+		assigned[i] = res.Assigned[b.Start : b.Start+b.N]
+	}
+	m, err := mlca.Build(ctx, KindName, labeled, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
+	if err != nil {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+	}
+	progress(3)
+	return m, res, nil
+}

@@ -1,0 +1,222 @@
+package mimlca
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/mimlstream/mimlstream/internal/assign"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Bag is one training bag for the adapted k-means: the rows [Start,
+// Start+N) of U and the bag's candidate labels.
+type Bag struct {
+	Start, N int
+	Labels   []int
+}
+
+// Result is the outcome of the adapted k-means (Algorithm 1, steps 2-8).
+type Result struct {
+	// Assigned[j] is the class of row j, or -1 when the row is left out.
+	Assigned []int
+	// Objective is Σ_j Σ_c H_jc ‖u_j − z_c‖² (eq. 12) at the returned H.
+	Objective float64
+	// Trace holds the objective after each iteration of the best restart;
+	// Algorithm 1 makes it non-increasing (supp. A.4.2).
+	Trace []float64
+	// Iterations of the best restart.
+	Iterations int
+}
+
+// KMeansOptions control the adapted k-means.
+type KMeansOptions struct {
+	K        int
+	Iters    int // maximum iterations per restart
+	Restarts int // random initializations; the lowest objective wins
+	Workers  int // <= 0: all cores
+}
+
+// AdaptedKMeans solves eq. 12 of Law et al. 2017 by Algorithm 1: starting
+// from a random H in Q^V, it alternates the centroids Z = H†U (class means,
+// zero for an empty class) with the exact per-bag assignment of eq. 13, a
+// rectangular assignment problem between the bag's instances and its
+// candidate labels (at most one instance per label and one label per
+// instance, p_i = min(n_i, |y_i|) pairs) solved by the Hungarian algorithm.
+// It stops when H no longer changes.
+//
+// One iteration costs O(Σ_i s p_i q_i + p_i² q_i), linear in the number of
+// instances. Bags are assigned in parallel; each writes only its own rows,
+// and the objective is summed in bag order, so the result depends on the
+// seed only, not on the number of workers.
+func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOptions, rng *rand.Rand) (Result, error) {
+	n, s := u.Dims()
+	if opt.K <= 0 {
+		return Result{}, fmt.Errorf("mimlca: k=%d", opt.K)
+	}
+	for i, b := range bags {
+		if b.Start < 0 || b.N < 0 || b.Start+b.N > n {
+			return Result{}, fmt.Errorf("mimlca: bag %d rows [%d,%d) outside %d rows", i, b.Start, b.Start+b.N, n)
+		}
+		for _, c := range b.Labels {
+			if c < 0 || c >= opt.K {
+				return Result{}, fmt.Errorf("mimlca: bag %d label %d outside 0..%d", i, c, opt.K-1)
+			}
+		}
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	best := Result{Objective: math.Inf(1)}
+	z := mat.NewDense(opt.K, s, nil)
+	bagCost := make([]float64, len(bags))
+	for r := 0; r < max(opt.Restarts, 1); r++ {
+		h := randomAssignment(n, bags, rng)
+		var trace []float64
+		iters := 0
+		for iters < max(opt.Iters, 1) {
+			if err := ctx.Err(); err != nil {
+				return Result{}, err
+			}
+			centroids(u, h, z)
+			changed, err := assignAll(u, z, bags, h, bagCost, workers)
+			if err != nil {
+				return Result{}, err
+			}
+			iters++
+			obj := 0.0
+			for _, c := range bagCost {
+				obj += c
+			}
+			trace = append(trace, obj)
+			if !changed {
+				break
+			}
+		}
+		if obj := trace[len(trace)-1]; obj < best.Objective {
+			best = Result{Assigned: h, Objective: obj, Trace: trace, Iterations: iters}
+		}
+	}
+	return best, nil
+}
+
+// randomAssignment draws H uniformly among the maximal matchings of each bag:
+// p_i random instances paired with p_i random candidate labels.
+func randomAssignment(n int, bags []Bag, rng *rand.Rand) []int {
+	h := make([]int, n)
+	for j := range h {
+		h[j] = -1
+	}
+	for _, b := range bags {
+		inst := rng.Perm(b.N)
+		lab := rng.Perm(len(b.Labels))
+		for t := 0; t < min(b.N, len(b.Labels)); t++ {
+			h[b.Start+inst[t]] = b.Labels[lab[t]]
+		}
+	}
+	return h
+}
+
+// centroids sets the rows of z to the class means of the assigned rows of u
+// (Z = H†U; a class with no row gets the zero vector, as H† has a zero row).
+func centroids(u *mat.Dense, h []int, z *mat.Dense) {
+	z.Zero()
+	k, _ := z.Dims()
+	cnt := make([]float64, k)
+	for j, c := range h {
+		if c < 0 {
+			continue
+		}
+		cnt[c]++
+		zr := z.RawRowView(c)
+		for t, v := range u.RawRowView(j) {
+			zr[t] += v
+		}
+	}
+	for c := range cnt {
+		if cnt[c] > 0 {
+			zr := z.RawRowView(c)
+			for t := range zr {
+				zr[t] /= cnt[c]
+			}
+		}
+	}
+}
+
+// assignAll solves eq. 13 for every bag, updating h in place, and reports
+// whether any assignment changed.
+func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, workers int) (bool, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		changed  bool
+		firstErr error
+	)
+	chunk := (len(bags) + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, len(bags))
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch, err := assignRange(u, z, bags[lo:hi], h, bagCost[lo:hi])
+			mu.Lock()
+			defer mu.Unlock()
+			changed = changed || ch
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return changed, firstErr
+}
+
+func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64) (bool, error) {
+	changed := false
+	var cost []float64
+	for i, b := range bags {
+		bagCost[i] = 0
+		if b.N == 0 || len(b.Labels) == 0 {
+			continue
+		}
+		cost = cost[:0]
+		for j := 0; j < b.N; j++ {
+			row := u.RawRowView(b.Start + j)
+			for _, c := range b.Labels {
+				cost = append(cost, sqDist(row, z.RawRowView(c)))
+			}
+		}
+		rowToCol, total, err := assign.Solve(cost, b.N, len(b.Labels))
+		if err != nil {
+			return changed, fmt.Errorf("mimlca: bag at row %d: %w", b.Start, err)
+		}
+		bagCost[i] = total
+		for j, col := range rowToCol {
+			c := -1
+			if col >= 0 {
+				c = b.Labels[col]
+			}
+			if h[b.Start+j] != c {
+				h[b.Start+j] = c
+				changed = true
+			}
+		}
+	}
+	return changed, nil
+}
+
+func sqDist(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		t := a[i] - b[i]
+		s += t * t
+	}
+	return s
+}

@@ -1,0 +1,229 @@
+package mimlca
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/mlca"
+	"github.com/mimlstream/mimlstream/internal/synth"
+)
+
+func synthData(t *testing.T, g synth.MIML, seed uint64) *mil.Dataset {
+	t.Helper()
+	ds, err := g.Generate(rand.New(rand.NewPCG(seed, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+var small = synth.MIML{Bags: 150, Dim: 8, Classes: 5, MaxLabels: 3, MaxPerLabel: 2, Spread: 0.12}
+
+// checkConsistency verifies H ∈ Q^V (eq. 2): in each bag every label is used
+// at most once, only candidate labels are used, and exactly
+// p_i = min(n_i, |y_i|) instances are assigned.
+func checkConsistency(t *testing.T, ds *mil.Dataset, assigned []int) {
+	t.Helper()
+	j := 0
+	for _, b := range ds.Bags {
+		used := map[int]bool{}
+		cnt := 0
+		for range b.Instances {
+			if c := assigned[j]; c >= 0 {
+				if !b.HasLabel(c) {
+					t.Fatalf("bag %s: instance assigned to non-candidate %d", b.ID, c)
+				}
+				if used[c] {
+					t.Fatalf("bag %s: label %d assigned twice", b.ID, c)
+				}
+				used[c] = true
+				cnt++
+			}
+			j++
+		}
+		if want := min(len(b.Instances), len(b.Labels)); cnt != want {
+			t.Fatalf("bag %s: %d instances assigned, want p_i = %d", b.ID, cnt, want)
+		}
+	}
+}
+
+func TestAdaptedKMeansMonotoneAndConsistent(t *testing.T) {
+	ds := synthData(t, small, 1)
+	for _, kernel := range []string{"linear", "rbf"} {
+		_, res, err := Fit(context.Background(), ds, models.FitOptions{Seed: 3, Params: models.Params{"kernel": kernel, "landmarks": "100", "restarts": "4"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkConsistency(t, ds, res.Assigned)
+		for i := 1; i < len(res.Trace); i++ {
+			if res.Trace[i] > res.Trace[i-1]*(1+1e-12) {
+				t.Fatalf("%s: objective rose at iteration %d: %v", kernel, i, res.Trace)
+			}
+		}
+	}
+}
+
+// TestRecoversInstanceClasses checks that weak (bag-level) supervision is
+// enough on separable synthetic data: the assignment found for the training
+// instances and the annotation of held-out bags both match the hidden
+// instance classes.
+func TestRecoversInstanceClasses(t *testing.T) {
+	ds := synthData(t, small, 2)
+	train, test := ds.Subset(seq(0, 120)), ds.Subset(seq(120, 150))
+	cases := []struct {
+		name   string
+		params models.Params
+	}{
+		{"linear", models.Params{}},
+		{"linear-alpha", models.Params{"rule": "alpha"}},
+		{"rbf", models.Params{"kernel": "rbf", "landmarks": "150"}},
+		{"chi2-exact", models.Params{"kernel": "chi2", "landmarks": "0"}},
+	}
+	for _, tc := range cases {
+		train, test := train, test
+		if tc.params["kernel"] == "chi2" {
+			train, test = nonNegative(train), nonNegative(test)
+		}
+		m, res, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: tc.params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, tot, j := 0, 0, 0
+		for _, b := range train.Bags {
+			for i := range b.Instances {
+				if c := res.Assigned[j]; c >= 0 {
+					tot++
+					if c == b.InstanceLabels[i] {
+						ok++
+					}
+				}
+				j++
+			}
+		}
+		if acc := float64(ok) / float64(tot); acc < 0.95 {
+			t.Errorf("%s: training assignment accuracy %.3f", tc.name, acc)
+		}
+		ok, tot = 0, 0
+		for i := range test.Bags {
+			b := test.Bags[i]
+			b.Labels = nil
+			a, err := m.Annotate(context.Background(), &b, models.Inductive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, l := range a.InstanceLabels {
+				tot++
+				if l == b.InstanceLabels[j] {
+					ok++
+				}
+			}
+		}
+		if acc := float64(ok) / float64(tot); acc < 0.95 {
+			t.Errorf("%s: held-out instance accuracy %.3f", tc.name, acc)
+		}
+	}
+}
+
+func TestFitDeterministicAcrossWorkers(t *testing.T) {
+	ds := synthData(t, small, 4)
+	var states []string
+	for _, w := range []int{1, 2, 5} {
+		m, _, err := Fit(context.Background(), ds, models.FitOptions{Seed: 9, Workers: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, string(b))
+	}
+	if states[0] != states[1] || states[0] != states[2] {
+		t.Fatal("model state depends on the worker count")
+	}
+}
+
+func TestKindRoundTrip(t *testing.T) {
+	ds := synthData(t, small, 5)
+	m, err := Kind().Fit(context.Background(), ds, models.FitOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Meta().Kind != KindName || !m.Meta().InstanceLevel {
+		t.Fatalf("meta %+v", m.Meta())
+	}
+	blob, err := models.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := models.NewRegistry(Kind(), mlca.Kind()).Decode(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, err1 := m.Annotate(context.Background(), &ds.Bags[0], models.Transductive)
+	a2, err2 := back.Annotate(context.Background(), &ds.Bags[0], models.Transductive)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if a1.InstanceLabels[0] != a2.InstanceLabels[0] || a1.BagScores[0] != a2.BagScores[0] {
+		t.Fatal("decoded model annotates differently")
+	}
+}
+
+func TestFitRejectsBadParams(t *testing.T) {
+	ds := synthData(t, small, 6)
+	for _, p := range []models.Params{{"iters": "0"}, {"restarts": "x"}, {"kernel": "poly"}} {
+		if _, err := Kind().Fit(context.Background(), ds, models.FitOptions{Params: p}); err == nil {
+			t.Errorf("%v accepted", p)
+		}
+	}
+}
+
+func seq(lo, hi int) []int {
+	s := make([]int, hi-lo)
+	for i := range s {
+		s[i] = lo + i
+	}
+	return s
+}
+
+// nonNegative shifts the features of a copy of ds into [0, ∞) for chi2.
+func nonNegative(ds *mil.Dataset) *mil.Dataset {
+	out := *ds
+	out.Bags = make([]mil.Bag, len(ds.Bags))
+	for i, b := range ds.Bags {
+		b.Instances = make([][]float64, len(ds.Bags[i].Instances))
+		for j, x := range ds.Bags[i].Instances {
+			b.Instances[j] = make([]float64, len(x))
+			for t, v := range x {
+				b.Instances[j][t] = math.Abs(v + 1)
+			}
+		}
+		out.Bags[i] = b
+	}
+	return &out
+}
+
+// TestKernelStepOneIsVacuousWithExactKernel documents why assign=input is
+// the default for kernels: with every instance as a landmark K is invertible,
+// U Uᵀ = K K† = I, all rows of U are orthonormal and every H in Q^V has the
+// same objective in eq. 12, so the adapted k-means cannot move from its
+// random start. The training assignment is then no better than chance.
+func TestKernelStepOneIsVacuousWithExactKernel(t *testing.T) {
+	ds := synthData(t, small, 2)
+	train := ds.Subset(seq(0, 120))
+	_, res, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: models.Params{
+		"kernel": "rbf", "landmarks": "0", "assign": "kernel", "center": "false", "restarts": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(res.Trace); i++ {
+		if d := res.Trace[i] - res.Trace[0]; d > 1e-6 || d < -1e-6 {
+			t.Fatalf("objective moved (%v): U Uᵀ is not the identity", res.Trace)
+		}
+	}
+}
