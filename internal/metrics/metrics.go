@@ -126,7 +126,8 @@ func OneErrorBag(truth []int, scores []float64) (v float64, ok bool, err error) 
 
 // CoverageBag returns max over true classes of rank - 1: how far down the
 // ranking one must go to cover every true class. ok is false for an empty
-// label set.
+// label set. Pham et al. 2017 (Table 7) print coverage as a percentage of the
+// number of classes Q: divide by Q to compare.
 func CoverageBag(truth []int, scores []float64) (v float64, ok bool, err error) {
 	if _, err = checkScored(truth, scores); err != nil {
 		return 0, false, err
