@@ -1,0 +1,261 @@
+package symil
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+)
+
+// mimlToy draws bags over k classes in d dimensions: each class c has a
+// prototype instance cluster at 4·e_c; every bag holds background instances
+// near the origin plus one instance of each of its classes, so instance
+// ground truth is known (background = mil.Unlabeled).
+func mimlToy(seed uint64, bags, k, d int) *mil.Dataset {
+	r := rand.New(rand.NewPCG(seed, 7))
+	ds := &mil.Dataset{Name: "toy", Dim: d}
+	for c := range k {
+		ds.Classes = append(ds.Classes, string(rune('a'+c)))
+	}
+	for i := range bags {
+		b := mil.Bag{ID: string(rune('A' + i%26)), Labels: []int{}}
+		for c := range k {
+			if r.Float64() < 0.4 {
+				b.Labels = append(b.Labels, c)
+			}
+		}
+		add := func(c int) {
+			x := make([]float64, d)
+			for j := range x {
+				x[j] = 0.7 * r.NormFloat64()
+			}
+			if c >= 0 {
+				x[c] += 4
+			}
+			b.Instances = append(b.Instances, x)
+			b.InstanceLabels = append(b.InstanceLabels, c)
+		}
+		for range 1 + r.IntN(3) {
+			add(mil.Unlabeled)
+		}
+		for _, c := range b.Labels {
+			add(c)
+		}
+		ds.Bags = append(ds.Bags, b)
+	}
+	return ds
+}
+
+func fitToy(t *testing.T, params models.Params, workers int) (*ovr.Model, *mil.Dataset) {
+	t.Helper()
+	train := mimlToy(1, 80, 3, 5)
+	m, err := Fit(context.Background(), train, models.FitOptions{Seed: 3, Params: params, Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, train
+}
+
+func TestToyAccuracy(t *testing.T) {
+	test := mimlToy(2, 60, 3, 5)
+	for _, params := range []models.Params{
+		{"kernel": "linear", "lambda": "0.5"},
+		{"kernel": "rbf", "lambda": "0.5", "C": "100"},
+		{"kernel": "linear"}, // λ by inner CV
+	} {
+		t.Run(params.String("kernel", "")+"/"+params.String("lambda", "cv"), func(t *testing.T) {
+			m, _ := fitToy(t, params, 0)
+			exact, hamming, inst, ninst := 0, 0, 0, 0
+			for i := range test.Bags {
+				b := test.Bags[i]
+				ann, err := m.Annotate(context.Background(), &b, models.Inductive)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if equalInts(ann.BagLabels, b.Labels) {
+					exact++
+				}
+				for c := range test.Classes {
+					if hasInt(ann.BagLabels, c) == b.HasLabel(c) {
+						hamming++
+					}
+				}
+				for j, l := range b.InstanceLabels {
+					if l != mil.Unlabeled {
+						ninst++
+						if ann.InstanceLabels[j] == l {
+							inst++
+						}
+					}
+				}
+			}
+			exactAcc := float64(exact) / float64(len(test.Bags))
+			classAcc := float64(hamming) / float64(len(test.Bags)*len(test.Classes))
+			instAcc := float64(inst) / float64(ninst)
+			t.Logf("exact bag label sets %.3f, per-class bag accuracy %.3f, labeled-instance accuracy %.3f", exactAcc, classAcc, instAcc)
+			if classAcc < 0.9 || instAcc < 0.9 {
+				t.Errorf("per-class bag accuracy %.3f, instance %.3f, want ≥ 0.9 on well-separated toy data", classAcc, instAcc)
+			}
+		})
+	}
+}
+
+func hasInt(xs []int, v int) bool {
+	for _, x := range xs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The fitted model must not depend on the number of workers.
+func TestDeterministicAcrossWorkers(t *testing.T) {
+	for _, kernel := range []string{"linear", "rbf"} {
+		p := models.Params{"kernel": kernel, "restarts": "3", "lambda_grid": "0.1,1", "cv_folds": "2", "epochs": "20", "C": "100", "cp_iters": "20", "cccp_iters": "5"}
+		a, _ := fitToy(t, p, 1)
+		b, _ := fitToy(t, p, 4)
+		sa, _ := a.MarshalState()
+		sb, _ := b.MarshalState()
+		if string(sa) != string(sb) {
+			t.Errorf("%s: state differs between 1 and 4 workers", kernel)
+		}
+	}
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	reg := models.NewRegistry(Kind())
+	for _, kernel := range []string{"linear", "rbf"} {
+		m, train := fitToy(t, models.Params{"kernel": kernel, "lambda": "1", "C": "100"}, 0)
+		blob, err := models.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := reg.Decode(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			b := train.Bags[i]
+			for _, mode := range []models.Mode{models.Inductive, models.Transductive} {
+				a1, _ := m.Annotate(context.Background(), &b, mode)
+				a2, err := back.Annotate(context.Background(), &b, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for c := range a1.BagScores {
+					if math.Abs(a1.BagScores[c]-a2.BagScores[c]) > 1e-12 {
+						t.Fatalf("%s: bag score changed after round trip", kernel)
+					}
+				}
+				if !equalInts(a1.InstanceLabels, a2.InstanceLabels) || !equalInts(a1.BagLabels, a2.BagLabels) {
+					t.Fatalf("%s: labels changed after round trip", kernel)
+				}
+			}
+		}
+	}
+}
+
+func TestTransductiveRestrictsToBagLabels(t *testing.T) {
+	m, train := fitToy(t, models.Params{"lambda": "1"}, 0)
+	for i := range train.Bags {
+		b := train.Bags[i]
+		ann, err := m.Annotate(context.Background(), &b, models.Transductive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ann.InstanceLabels {
+			if l == mil.Unlabeled {
+				if len(b.Labels) != 0 {
+					t.Fatalf("bag %d with labels %v has an unlabeled instance", i, b.Labels)
+				}
+				continue
+			}
+			if !b.HasLabel(l) {
+				t.Fatalf("instance label %d outside bag labels %v", l, b.Labels)
+			}
+		}
+	}
+}
+
+func TestAnnotateBadInput(t *testing.T) {
+	m, _ := fitToy(t, models.Params{"lambda": "1"}, 0)
+	tests := []struct {
+		name string
+		bag  mil.Bag
+	}{
+		{"dimension", mil.Bag{Instances: [][]float64{{1, 2}}}},
+		{"NaN", mil.Bag{Instances: [][]float64{{1, 2, math.NaN(), 4, 5}}}},
+		{"empty", mil.Bag{}},
+		{"label range", mil.Bag{Instances: [][]float64{{1, 2, 3, 4, 5}}, Labels: []int{7}}},
+	}
+	for _, tc := range tests {
+		if _, err := m.Annotate(context.Background(), &tc.bag, models.Transductive); !errors.Is(err, models.ErrBadInput) {
+			t.Errorf("%s: err = %v, want ErrBadInput", tc.name, err)
+		}
+	}
+}
+
+func TestParams(t *testing.T) {
+	tests := []struct {
+		p  models.Params
+		ok bool
+	}{
+		{models.Params{}, true},
+		{models.Params{"kernel": "rbf", "gamma": "0.01", "lambda": "0.2"}, true},
+		{models.Params{"kernel": "poly"}, false},
+		{models.Params{"C": "-1"}, false},
+		{models.Params{"lambda": "x"}, false},
+		{models.Params{"lambda_grid": "0.1,oops"}, false},
+		{models.Params{"gamma": "0"}, false},
+		{models.Params{"cv_folds": "1"}, false},
+		{models.Params{"restart": "3"}, false}, // typo of restarts
+	}
+	for _, tc := range tests {
+		if _, err := ParseParams(tc.p); (err == nil) != tc.ok {
+			t.Errorf("%v: err = %v, want ok=%v", tc.p, err, tc.ok)
+		}
+	}
+	cfg, _ := ParseParams(models.Params{})
+	if cfg.C != 1e4 || len(cfg.LambdaGrid) != 4 || cfg.Kernel != "linear" || !cfg.Bias {
+		t.Errorf("defaults %+v", cfg)
+	}
+}
+
+// A class with no positive training bag gets a scorer that never fires.
+func TestClassWithoutPositives(t *testing.T) {
+	train := mimlToy(1, 40, 2, 4)
+	train.Classes = append(train.Classes, "never")
+	m, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: models.Params{"lambda": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range train.Bags {
+		ann, err := m.Annotate(context.Background(), &train.Bags[i], models.Inductive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ann.BagLabels {
+			if l == 2 {
+				t.Fatal("class without training positives predicted")
+			}
+		}
+	}
+}

@@ -1,0 +1,269 @@
+// Package ovr holds a trained one-vs-rest multi-instance classifier: one
+// instance scorer per class (a linear function or an RBF kernel expansion)
+// over standardised features, and the rule that turns instance scores into a
+// bag decision. SyMIL, mi-SVM and MI-SVM all produce this model; they differ
+// in how they train the scorers and in the bag rule.
+package ovr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// Rule turns the instance scores of a bag into a bag score and decision.
+type Rule string
+
+const (
+	// MinMax is SyMIL's symmetric rule (Durand et al. 2018, eq. 1): with M the
+	// largest and m the smallest instance score, the bag is positive iff
+	// M + m ≥ 0 (the instance farthest from the hyperplane decides), and its
+	// score is f = M if M + m ≥ 0, else m.
+	MinMax Rule = "minmax"
+	// Max is the standard MIL rule of mi-SVM and MI-SVM: score M, positive
+	// iff M > 0.
+	Max Rule = "max"
+)
+
+// BagScore returns the bag score and decision of rule for instance scores s
+// (non-empty).
+func (r Rule) BagScore(s []float64) (score float64, positive bool) {
+	hi, lo := s[0], s[0]
+	for _, v := range s[1:] {
+		hi = math.Max(hi, v)
+		lo = math.Min(lo, v)
+	}
+	if r == MinMax {
+		// A tie M + m = 0 goes to the positive side, as f = M then.
+		if hi+lo >= 0 {
+			return hi, true
+		}
+		return lo, false
+	}
+	return hi, hi > 0
+}
+
+// Scaler standardises features: x'_j = (x_j − Mean_j) / Scale_j.
+type Scaler struct {
+	Mean  []float64 `json:"mean"`
+	Scale []float64 `json:"scale"`
+}
+
+// FitScaler returns the z-score scaler of the given rows; constant features
+// get scale 1, so they are only centred.
+func FitScaler(rows [][]float64, dim int) Scaler {
+	s := Scaler{Mean: make([]float64, dim), Scale: make([]float64, dim)}
+	if len(rows) == 0 {
+		for j := range s.Scale {
+			s.Scale[j] = 1
+		}
+		return s
+	}
+	for _, x := range rows {
+		for j, v := range x {
+			s.Mean[j] += v
+		}
+	}
+	n := float64(len(rows))
+	for j := range s.Mean {
+		s.Mean[j] /= n
+	}
+	for _, x := range rows {
+		for j, v := range x {
+			d := v - s.Mean[j]
+			s.Scale[j] += d * d
+		}
+	}
+	for j := range s.Scale {
+		s.Scale[j] = math.Sqrt(s.Scale[j] / n)
+		if s.Scale[j] < 1e-12 {
+			s.Scale[j] = 1
+		}
+	}
+	return s
+}
+
+// Apply writes the standardised x into dst (len(dst) ≥ len(x)) and returns
+// dst[:len(x)].
+func (s Scaler) Apply(dst, x []float64) []float64 {
+	dst = dst[:len(x)]
+	for j, v := range x {
+		dst[j] = (v - s.Mean[j]) / s.Scale[j]
+	}
+	return dst
+}
+
+// Scorer is one class's instance score function on standardised features:
+// ⟨W, z⟩ + B for a linear scorer, Σ_u Beta_u·exp(−Gamma‖SV_u − z‖²) + B for
+// an RBF one.
+type Scorer struct {
+	W     []float64   `json:"w,omitempty"`
+	SV    [][]float64 `json:"sv,omitempty"`
+	Beta  []float64   `json:"beta,omitempty"`
+	Gamma float64     `json:"gamma,omitempty"`
+	B     float64     `json:"b"`
+}
+
+// Score returns the score of the standardised instance z.
+func (s *Scorer) Score(z []float64) float64 {
+	if s.W != nil {
+		v := s.B
+		for j, w := range s.W {
+			v += w * z[j]
+		}
+		return v
+	}
+	v := s.B
+	for u, sv := range s.SV {
+		d := 0.0
+		for j, x := range sv {
+			e := x - z[j]
+			d += e * e
+		}
+		v += s.Beta[u] * math.Exp(-s.Gamma*d)
+	}
+	return v
+}
+
+func (s *Scorer) validate(dim int) error {
+	if s.W != nil {
+		if len(s.W) != dim {
+			return fmt.Errorf("linear scorer has %d weights, want %d", len(s.W), dim)
+		}
+		return nil
+	}
+	if len(s.SV) != len(s.Beta) {
+		return fmt.Errorf("kernel scorer has %d support vectors and %d coefficients", len(s.SV), len(s.Beta))
+	}
+	for _, sv := range s.SV {
+		if len(sv) != dim {
+			return fmt.Errorf("support vector of dimension %d, want %d", len(sv), dim)
+		}
+	}
+	if !(s.Gamma > 0) {
+		return fmt.Errorf("kernel scorer gamma %v must be positive", s.Gamma)
+	}
+	return nil
+}
+
+// State is the serialised form of a Model.
+type State struct {
+	Rule    Rule     `json:"rule"`
+	Scaler  Scaler   `json:"scaler"`
+	Scorers []Scorer `json:"scorers"`
+	// Lambda records SyMIL's per-class λ after cross-validation (empty for
+	// the baselines); informational.
+	Lambda []float64 `json:"lambda,omitempty"`
+}
+
+// Model is an immutable trained one-vs-rest classifier; safe for concurrent
+// use.
+type Model struct {
+	meta models.Meta
+	st   State
+}
+
+// New checks st against meta and returns the model.
+func New(meta models.Meta, st State) (*Model, error) {
+	if st.Rule != MinMax && st.Rule != Max {
+		return nil, fmt.Errorf("unknown bag rule %q", st.Rule)
+	}
+	if len(st.Scorers) != len(meta.Classes) {
+		return nil, fmt.Errorf("%d scorers for %d classes", len(st.Scorers), len(meta.Classes))
+	}
+	if len(st.Scaler.Mean) != meta.Dim || len(st.Scaler.Scale) != meta.Dim {
+		return nil, fmt.Errorf("scaler of dimension %d/%d, want %d", len(st.Scaler.Mean), len(st.Scaler.Scale), meta.Dim)
+	}
+	for i := range st.Scorers {
+		if err := st.Scorers[i].validate(meta.Dim); err != nil {
+			return nil, fmt.Errorf("class %d: %w", i, err)
+		}
+	}
+	return &Model{meta: meta, st: st}, nil
+}
+
+// Decode reverses MarshalState.
+func Decode(meta models.Meta, state []byte) (*Model, error) {
+	var st State
+	if err := json.Unmarshal(state, &st); err != nil {
+		return nil, fmt.Errorf("decode one-vs-rest state: %w", err)
+	}
+	return New(meta, st)
+}
+
+// Meta implements models.Model.
+func (m *Model) Meta() models.Meta { return m.meta }
+
+// State returns the model's parameters (shared, do not modify).
+func (m *Model) State() State { return m.st }
+
+// MarshalState implements models.Model.
+func (m *Model) MarshalState() ([]byte, error) { return json.Marshal(m.st) }
+
+// InstanceScores returns the per-class scores of each instance of b, which
+// must already be validated.
+func (m *Model) InstanceScores(b *mil.Bag) [][]float64 {
+	z := make([]float64, m.meta.Dim)
+	out := make([][]float64, len(b.Instances))
+	for i, x := range b.Instances {
+		z = m.st.Scaler.Apply(z, x)
+		row := make([]float64, len(m.st.Scorers))
+		for c := range m.st.Scorers {
+			row[c] = m.st.Scorers[c].Score(z)
+		}
+		out[i] = row
+	}
+	return out
+}
+
+// Annotate implements models.Model. BagScores[c] is the rule's bag score of
+// class c and BagLabels the classes the rule calls positive. Each instance
+// gets, among the candidate classes (the predicted labels; in transductive
+// mode the bag's own labels when it has some), the one it scores highest;
+// with no candidate (a bag predicted or known negative for every class) its
+// label is mil.Unlabeled.
+func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+	if err := ctx.Err(); err != nil {
+		return models.Annotation{}, err
+	}
+	k := len(m.meta.Classes)
+	if err := b.Validate(m.meta.Dim, k); err != nil {
+		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
+	}
+	scores := m.InstanceScores(b)
+	ann := models.Annotation{
+		InstanceScores: scores,
+		BagLabels:      []int{},
+		BagScores:      make([]float64, k),
+		InstanceLabels: make([]int, len(scores)),
+	}
+	col := make([]float64, len(scores))
+	for c := range k {
+		for i := range scores {
+			col[i] = scores[i][c]
+		}
+		s, pos := m.st.Rule.BagScore(col)
+		ann.BagScores[c] = s
+		if pos {
+			ann.BagLabels = append(ann.BagLabels, c)
+		}
+	}
+	cand := ann.BagLabels
+	if mode == models.Transductive && b.Labeled() {
+		cand = b.Labels
+	}
+	for i := range scores {
+		ann.InstanceLabels[i] = mil.Unlabeled
+		best := math.Inf(-1)
+		for _, c := range cand {
+			if scores[i][c] > best {
+				best, ann.InstanceLabels[i] = scores[i][c], c
+			}
+		}
+	}
+	return ann, nil
+}

@@ -1,0 +1,434 @@
+package symil
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+	"github.com/mimlstream/mimlstream/internal/models/symil/qp"
+)
+
+// Name is the kind name.
+const Name = "symil"
+
+// Kind returns the SyMIL model kind.
+func Kind() models.Kind {
+	return models.Kind{
+		Name:          Name,
+		Description:   "SyMIL min-max latent SVM (Durand et al. 2018), one-vs-rest over the label set",
+		InstanceLevel: true,
+		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
+			return Fit(ctx, train, opt)
+		},
+		Decode: func(meta models.Meta, state []byte) (models.Model, error) {
+			return ovr.Decode(meta, state)
+		},
+	}
+}
+
+// Config holds the parsed parameters; see the package documentation.
+type Config struct {
+	Kernel     string // "linear" or "rbf"
+	C          float64
+	Lambda     float64   // used when LambdaGrid is nil
+	LambdaGrid []float64 // non-nil: choose λ per class by inner CV
+	CVFolds    int
+	Gamma      float64 // 0: auto
+	Restarts   int
+	Epochs     int
+	CCCPIters  int
+	CCCPEps    float64
+	CPIters    int
+	CPEps      float64
+	Bias       bool
+	GramLimit  int
+}
+
+var knownParams = []string{"kernel", "C", "lambda", "lambda_grid", "cv_folds", "gamma", "restarts",
+	"epochs", "cccp_iters", "cccp_eps", "cp_iters", "cp_eps", "bias", "gram_limit"}
+
+// ParseParams reads the model parameters, applying the defaults of the
+// package documentation. Unknown keys are an error: a typo would otherwise
+// silently train with a default.
+func ParseParams(p models.Params) (Config, error) {
+	for k := range p {
+		if !slices.Contains(knownParams, k) {
+			return Config{}, fmt.Errorf("symil: unknown param %q (known: %s)", k, strings.Join(knownParams, ", "))
+		}
+	}
+	cfg := Config{Kernel: p.String("kernel", "linear")}
+	if cfg.Kernel != "linear" && cfg.Kernel != "rbf" {
+		return Config{}, fmt.Errorf("symil: kernel %q (want linear or rbf)", cfg.Kernel)
+	}
+	var err error
+	floats := []struct {
+		key string
+		dst *float64
+		def float64
+	}{{"C", &cfg.C, 1e4}, {"cccp_eps", &cfg.CCCPEps, 1e-4}, {"cp_eps", &cfg.CPEps, 1e-3}}
+	for _, f := range floats {
+		if *f.dst, err = p.Float(f.key, f.def); err != nil {
+			return Config{}, err
+		}
+		if !(*f.dst > 0) || math.IsInf(*f.dst, 0) {
+			return Config{}, fmt.Errorf("symil: param %s=%v must be positive", f.key, *f.dst)
+		}
+	}
+	ints := []struct {
+		key string
+		dst *int
+		def int
+	}{{"cv_folds", &cfg.CVFolds, 3}, {"restarts", &cfg.Restarts, 3}, {"epochs", &cfg.Epochs, 50},
+		{"cccp_iters", &cfg.CCCPIters, 20}, {"cp_iters", &cfg.CPIters, 100}, {"gram_limit", &cfg.GramLimit, 6000}}
+	for _, f := range ints {
+		if *f.dst, err = p.Int(f.key, f.def); err != nil {
+			return Config{}, err
+		}
+		if *f.dst < 1 {
+			return Config{}, fmt.Errorf("symil: param %s=%d must be at least 1", f.key, *f.dst)
+		}
+	}
+	if cfg.CVFolds < 2 {
+		return Config{}, fmt.Errorf("symil: cv_folds=%d must be at least 2", cfg.CVFolds)
+	}
+	if cfg.Bias, err = p.Bool("bias", true); err != nil {
+		return Config{}, err
+	}
+	if g := p.String("gamma", "auto"); g != "auto" {
+		if cfg.Gamma, err = strconv.ParseFloat(g, 64); err != nil || !(cfg.Gamma > 0) || math.IsInf(cfg.Gamma, 0) {
+			return Config{}, fmt.Errorf("symil: gamma=%q (want auto or a positive number)", g)
+		}
+	}
+	switch l := p.String("lambda", "cv"); l {
+	case "cv":
+		for _, f := range strings.Split(p.String("lambda_grid", "0.1,0.2,0.5,1"), ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+				return Config{}, fmt.Errorf("symil: lambda_grid entry %q", f)
+			}
+			cfg.LambdaGrid = append(cfg.LambdaGrid, v)
+		}
+	default:
+		if cfg.Lambda, err = strconv.ParseFloat(l, 64); err != nil || !(cfg.Lambda >= 0) || math.IsInf(cfg.Lambda, 0) {
+			return Config{}, fmt.Errorf("symil: lambda=%q (want cv or a non-negative number)", l)
+		}
+	}
+	return cfg, nil
+}
+
+// trainer fits binary SyMIL problems over one prepared training set; the
+// Gram matrix (kernel) or feature rows (linear) are shared by every class,
+// λ candidate, fold and restart.
+type trainer struct {
+	cfg  Config
+	rows [][]float64 // standardised instances (no bias column)
+	lin  *linearSolver
+	ker  *kernelSolver
+}
+
+func newTrainer(cfg Config, rows [][]float64) (*trainer, error) {
+	t := &trainer{cfg: cfg, rows: rows}
+	if cfg.Kernel == "linear" {
+		x := rows
+		if cfg.Bias {
+			x = make([][]float64, len(rows))
+			for i, r := range rows {
+				x[i] = append(slices.Clip(r), 1)
+			}
+		}
+		t.lin = newLinearSolver(x, cfg.Epochs, cfg.C)
+		return t, nil
+	}
+	if len(rows) > cfg.GramLimit {
+		return nil, fmt.Errorf("symil: rbf kernel on %d training instances exceeds gram_limit=%d (the Gram matrix needs %d MB)",
+			len(rows), cfg.GramLimit, len(rows)*len(rows)*8>>20)
+	}
+	if t.cfg.Gamma == 0 {
+		t.cfg.Gamma = autoGamma(rows)
+	}
+	shift := 0.0
+	if cfg.Bias {
+		shift = 1
+	}
+	// The QP tolerance is far below the cutting-plane ε, and loose enough
+	// that SMO reaches it without the O(T³) active-set phase.
+	t.ker = &kernelSolver{k: gramRBF(rows, t.cfg.Gamma, shift), n: len(rows), iters: cfg.CPIters, eps: cfg.CPEps, qp: qp.Solver{Tol: 1e-7}}
+	return t, nil
+}
+
+// solution is a trained binary scorer in problem-local form.
+type solution struct {
+	w    []float64 // linear: weights incl. bias column
+	beta []float64 // kernel: coefficients of local instances
+	p    *problem
+	obj  float64
+}
+
+// fitBinary trains one binary problem from cfg.Restarts random latent
+// initialisations (the first one replaced by init when non-nil) and keeps
+// the lowest objective P(w).
+func (t *trainer) fitBinary(ctx context.Context, p *problem, init *latent, seed uint64) (solution, error) {
+	best := solution{obj: math.Inf(1)}
+	for r := range t.cfg.Restarts {
+		rng := rand.New(rand.NewPCG(seed, uint64(r)))
+		ht := p.randomLatent(rng)
+		if r == 0 && init != nil {
+			ht = *init
+		}
+		var sol solution
+		if t.lin != nil {
+			w, obj, err := t.lin.fit(ctx, p, ht, t.cfg.CCCPIters, t.cfg.CCCPEps, rng)
+			if err != nil {
+				return solution{}, err
+			}
+			sol = solution{w: w, p: p, obj: obj}
+		} else {
+			res, obj, err := t.ker.fit(ctx, p, ht, t.cfg.CCCPIters, t.cfg.CCCPEps, rng)
+			if err != nil {
+				return solution{}, err
+			}
+			sol = solution{beta: res.beta, p: p, obj: obj}
+		}
+		if sol.obj < best.obj {
+			best = sol
+		}
+	}
+	return best, nil
+}
+
+// scoreRow returns the solution's score of global row g.
+func (t *trainer) scoreRow(sol solution, g int) float64 {
+	if t.lin != nil {
+		return dot(sol.w, t.lin.x[g])
+	}
+	row := t.ker.k[g*t.ker.n:]
+	v := 0.0
+	for l, b := range sol.beta {
+		if b != 0 {
+			v += b * row[sol.p.gid[l]]
+		}
+	}
+	return v
+}
+
+// scorer converts a solution into the serialisable instance scorer.
+func (t *trainer) scorer(sol solution) ovr.Scorer {
+	if t.lin != nil {
+		d := len(t.rows[0])
+		sc := ovr.Scorer{W: slices.Clone(sol.w[:d])}
+		if t.cfg.Bias {
+			sc.B = sol.w[d]
+		}
+		return sc
+	}
+	sc := ovr.Scorer{Gamma: t.cfg.Gamma}
+	for l, b := range sol.beta {
+		if b == 0 {
+			continue
+		}
+		sc.SV = append(sc.SV, slices.Clone(t.rows[sol.p.gid[l]]))
+		sc.Beta = append(sc.Beta, b)
+		if t.cfg.Bias {
+			sc.B += b // the constant coordinate of the k+1 feature map
+		}
+	}
+	return sc
+}
+
+// stratifiedFolds assigns each bag to one of k folds, positives and
+// negatives dealt round-robin after a seeded shuffle so every fold keeps the
+// class balance.
+func stratifiedFolds(pos []bool, k int, rng *rand.Rand) []int {
+	fold := make([]int, len(pos))
+	var p, n []int
+	for i, v := range pos {
+		if v {
+			p = append(p, i)
+		} else {
+			n = append(n, i)
+		}
+	}
+	rng.Shuffle(len(p), func(a, b int) { p[a], p[b] = p[b], p[a] })
+	rng.Shuffle(len(n), func(a, b int) { n[a], n[b] = n[b], n[a] })
+	for j, i := range append(p, n...) {
+		fold[i] = j % k
+	}
+	return fold
+}
+
+// chooseLambda runs the inner k-fold CV of the paper over the λ grid for one
+// class and returns the λ with the best mean held-out bag accuracy (the
+// smallest on ties: the grid is the paper's ascending order). Folds lacking
+// a positive or a negative training bag are skipped.
+func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (float64, error) {
+	grid := t.cfg.LambdaGrid
+	k := t.cfg.CVFolds
+	fold := stratifiedFolds(pos, k, rand.New(rand.NewPCG(seed, 0xf01d)))
+	acc := make([]float64, len(grid)*k)
+	valid := make([]bool, len(grid)*k)
+	err := ovr.Parallel(ctx, workers, len(grid)*k, func(ctx context.Context, job int) error {
+		li, f := job/k, job%k
+		var trB, teB [][]int
+		var trY, teY []bool
+		for i := range bags {
+			if fold[i] == f {
+				teB, teY = append(teB, bags[i]), append(teY, pos[i])
+			} else {
+				trB, trY = append(trB, bags[i]), append(trY, pos[i])
+			}
+		}
+		tr := newProblem(trB, trY, t.cfg.C, grid[li])
+		if tr.nPos == 0 || tr.nNeg() == 0 || len(teB) == 0 {
+			return nil
+		}
+		sol, err := t.fitBinary(ctx, tr, nil, ovr.Seed(int64(seed), f))
+		if err != nil {
+			return err
+		}
+		te := newProblem(teB, teY, t.cfg.C, grid[li])
+		s := make([]float64, len(te.gid))
+		for l, g := range te.gid {
+			s[l] = t.scoreRow(sol, g)
+		}
+		acc[job], valid[job] = te.accuracy(s), true
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	best, bestAcc := grid[0], -1.0
+	for li, lam := range grid {
+		sum, cnt := 0.0, 0
+		for f := range k {
+			if valid[li*k+f] {
+				sum += acc[li*k+f]
+				cnt++
+			}
+		}
+		if cnt > 0 && sum/float64(cnt) > bestAcc+1e-12 {
+			best, bestAcc = lam, sum/float64(cnt)
+		}
+	}
+	return best, nil
+}
+
+// Fit trains one binary SyMIL per class (one-vs-rest: a bag is positive for
+// class c when c is in its label set). Unlabeled bags are ignored. A class
+// without positive (or without negative) training bags gets a constant
+// scorer that always says no (or yes).
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.Model, error) {
+	cfg, err := ParseParams(opt.Params)
+	if err != nil {
+		return nil, err
+	}
+	data, err := ovr.Prepare(train)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := newTrainer(cfg, data.Rows)
+	if err != nil {
+		return nil, err
+	}
+	warm := warmScores(opt.Warm, train, data)
+	k := len(train.Classes)
+	st := ovr.State{Rule: ovr.MinMax, Scaler: data.Scaler, Scorers: make([]ovr.Scorer, k), Lambda: make([]float64, k)}
+	var mu sync.Mutex
+	done, total := 0, k
+	for c := range k {
+		pos := data.Positive(c)
+		lam := cfg.Lambda
+		p := newProblem(data.Bags, pos, cfg.C, lam)
+		switch {
+		case p.nPos == 0:
+			st.Scorers[c] = constScorer(tr, -1)
+			continue
+		case p.nNeg() == 0:
+			st.Scorers[c] = constScorer(tr, 1)
+			continue
+		}
+		seed := ovr.Seed(opt.Seed, c)
+		if cfg.LambdaGrid != nil {
+			if lam, err = tr.chooseLambda(ctx, data.Bags, pos, seed, opt.Workers); err != nil {
+				return nil, err
+			}
+			p.lam = lam
+		}
+		var init *latent
+		if warm != nil {
+			s := make([]float64, len(p.gid))
+			for l, g := range p.gid {
+				s[l] = warm[g][c]
+			}
+			l := p.infer(s)
+			init = &l
+		}
+		// Restarts of the final fit run in parallel: each is an independent
+		// problem with its own seed, and the best one is chosen by index.
+		sols := make([]solution, cfg.Restarts)
+		one := *tr
+		one.cfg.Restarts = 1
+		err := ovr.Parallel(ctx, opt.Workers, cfg.Restarts, func(ctx context.Context, r int) error {
+			var in *latent
+			if r == 0 {
+				in = init
+			}
+			sol, err := one.fitBinary(ctx, p, in, ovr.Seed(int64(seed), 1000+r))
+			sols[r] = sol
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		best := sols[0]
+		for _, s := range sols[1:] {
+			if s.obj < best.obj {
+				best = s
+			}
+		}
+		st.Scorers[c] = tr.scorer(best)
+		st.Lambda[c] = lam
+		if opt.Progress != nil {
+			mu.Lock()
+			done++
+			opt.Progress(done, total)
+			mu.Unlock()
+		}
+	}
+	meta := models.Meta{Kind: Name, Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: opt.Params}
+	return ovr.New(meta, st)
+}
+
+// constScorer scores every instance v (no training signal for the class).
+func constScorer(t *trainer, v float64) ovr.Scorer {
+	if t.lin != nil {
+		return ovr.Scorer{W: make([]float64, len(t.rows[0])), B: v}
+	}
+	return ovr.Scorer{SV: [][]float64{}, Beta: []float64{}, Gamma: t.cfg.Gamma, B: v}
+}
+
+// warmScores returns, when warm is a SyMIL model over the same classes and
+// dimension, its instance scores on the training rows (indexed like
+// data.Rows), used to initialise the latent variables of the first restart
+// instead of drawing them at random. Otherwise nil.
+func warmScores(warm models.Model, train *mil.Dataset, data *ovr.Data) [][]float64 {
+	m, ok := warm.(*ovr.Model)
+	if !ok || m.Meta().Kind != Name || m.Meta().Dim != train.Dim || !slices.Equal(m.Meta().Classes, train.Classes) {
+		return nil
+	}
+	out := make([][]float64, len(data.Rows))
+	for bi, di := range data.BagIndex {
+		sc := m.InstanceScores(&train.Bags[di])
+		for j, g := range data.Bags[bi] {
+			out[g] = sc[j]
+		}
+	}
+	return out
+}
