@@ -23,6 +23,11 @@ type Params struct {
 	Tol float64 `json:"tol,omitempty"`
 	// MaxIter caps SMO iterations; 0 means max(10⁷, 100n) as in LIBSVM.
 	MaxIter int `json:"max_iter,omitempty"`
+
+	// firstOrder selects j by the maximal violation alone (the maximal
+	// violating pair of Keerthi et al.), for the benchmark that measures
+	// what second-order selection buys.
+	firstOrder bool
 }
 
 func (p Params) validate() error {
@@ -337,7 +342,11 @@ func Solve(ctx context.Context, g *Gram, y []bool, p Params) (Solution, error) {
 					if quad <= 0 {
 						quad = tau
 					}
-					if obj := -gd * gd / quad; obj <= objMin {
+					obj := -gd * gd / quad
+					if p.firstOrder {
+						obj = -gd
+					}
+					if obj <= objMin {
 						objMin, jSel = obj, t
 					}
 				}

@@ -403,17 +403,19 @@ func (m *Model) Annotate(ctx context.Context, b *mil.Bag, _ models.Mode) (models
 		return models.Annotation{}, err
 	}
 	var scores []float64
-	var cut float64
+	var predicted func(score float64) bool
 	switch m.st.Config.Classifier {
 	case ClassifierKNN:
-		scores, cut = m.st.KNN.scores(y), knnThreshold
+		scores = m.st.KNN.scores(y)
+		predicted = func(s float64) bool { return s >= knnThreshold }
 	default:
-		scores, cut = m.st.SVM.Decisions(y), 0
+		scores = m.st.SVM.Decisions(y)
+		predicted = func(s float64) bool { return s > 0 }
 	}
 	labels := []int{}
 	best := 0
 	for c, s := range scores {
-		if s > cut || (s == cut && m.st.Config.Classifier == ClassifierKNN) {
+		if predicted(s) {
 			labels = append(labels, c)
 		}
 		if s > scores[best] {
