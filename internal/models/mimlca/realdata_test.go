@@ -128,12 +128,18 @@ func TestZhouSceneBagMetrics(t *testing.T) {
 		name   string
 		params models.Params
 	}{
-		{"rbf", models.Params{"kernel": "rbf", "landmarks": "300"}},
-		{"rbf-r10", models.Params{"kernel": "rbf", "landmarks": "300", "refs": "10", "citers": "10"}},
-		{"rbf-euclid", models.Params{"kernel": "rbf", "landmarks": "300", "metric": "euclidean"}},
+		{"learned-min", models.Params{}},
+		{"euclidean-min", models.Params{"metric": "euclidean"}},
+		{"learned-max", models.Params{"hausdorff": "max"}},
+		{"euclidean-max", models.Params{"metric": "euclidean", "hausdorff": "max"}},
+		{"rbf-min", models.Params{"kernel": "rbf", "landmarks": "300"}},
+		{"rbf-max", models.Params{"kernel": "rbf", "landmarks": "300", "hausdorff": "max"}},
 	} {
-		r := crossValidate(t, ds, Kind(), tc.params, models.Inductive, 5, 1)
-		t.Logf("%-10s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f train %v", tc.name,
-			r.mean[metrics.HammingLoss], r.mean[metrics.RankingLoss], r.mean[metrics.OneError], r.mean[metrics.Coverage], r.mean[metrics.AveragePrecision], r.train)
+		t.Run(tc.name, func(t *testing.T) {
+			r := crossValidate(t, ds, Kind(), tc.params, models.Inductive, 5, 1)
+			t.Logf("%-14s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f (±%.3f) train %v", tc.name,
+				r.mean[metrics.HammingLoss], r.mean[metrics.RankingLoss], r.mean[metrics.OneError], r.mean[metrics.Coverage],
+				r.mean[metrics.AveragePrecision], r.std[metrics.AveragePrecision], r.train)
+		})
 	}
 }

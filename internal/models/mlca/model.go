@@ -46,14 +46,22 @@ type Config struct {
 	Alpha     float64
 	Refs      int
 	Citers    int
+	Hausdorff string
 }
+
+// Bag distances accepted by the hausdorff= parameter (Wang and Zucker 2000).
+const (
+	HausdorffMin = "min"
+	HausdorffMax = "max"
+)
 
 // ParseConfig reads the shared parameters, with their defaults.
 func ParseConfig(p models.Params) (Config, error) {
 	c := Config{
 		Metric: p.String("metric", MetricLearned),
 		Kernel: p.String("kernel", KernelLinear),
-		Rule:   p.String("rule", RuleCentroid),
+		Rule:      p.String("rule", RuleCentroid),
+		Hausdorff: p.String("hausdorff", HausdorffMin),
 	}
 	var err error
 	if c.Center, err = p.Bool("center", true); err != nil {
@@ -81,6 +89,8 @@ func ParseConfig(p models.Params) (Config, error) {
 		return c, fmt.Errorf("param rule=%q: want centroid or alpha", c.Rule)
 	case c.Rule == RuleAlpha && c.Metric == MetricEuclidean:
 		return c, fmt.Errorf("param rule=alpha needs metric=learned (eq. 16 reads the learned projection)")
+	case c.Hausdorff != HausdorffMin && c.Hausdorff != HausdorffMax:
+		return c, fmt.Errorf("param hausdorff=%q: want min or max", c.Hausdorff)
 	case c.Refs < 0 || c.Citers < 0:
 		return c, fmt.Errorf("params refs=%d citers=%d must be >= 0", c.Refs, c.Citers)
 	case c.Landmarks < 0:
@@ -104,6 +114,7 @@ type State struct {
 	Alpha      float64     `json:"alpha"`
 	Refs       int         `json:"refs"`
 	Citers     int         `json:"citers"`
+	Hausdorff  string      `json:"hausdorff"`
 	// TrainBags[i][j] is g(x_ij) for instance j of training bag i.
 	TrainBags   [][][]float64 `json:"train_bags,omitempty"`
 	TrainLabels [][]int       `json:"train_labels,omitempty"`
@@ -121,6 +132,7 @@ type Model struct {
 	meta  models.Meta
 	st    State
 	cnorm []float64
+	dist  func(a, b [][]float64, bound float64) float64
 }
 
 // Build assembles a model. assigned[i][j] is the class the training
@@ -128,7 +140,7 @@ type Model struct {
 // kind names the model family in its metadata.
 func Build(ctx context.Context, kind string, train *mil.Dataset, proj Projection, assigned [][]int, cfg Config, params models.Params, workers int) (*Model, error) {
 	k := len(train.Classes)
-	st := State{Projection: proj, Rule: cfg.Rule, Alpha: cfg.Alpha, Refs: cfg.Refs, Citers: cfg.Citers}
+	st := State{Projection: proj, Rule: cfg.Rule, Alpha: cfg.Alpha, Refs: cfg.Refs, Citers: cfg.Citers, Hausdorff: cfg.Hausdorff}
 	if err := proj.validate(); err != nil {
 		return nil, err
 	}
@@ -178,7 +190,7 @@ func Build(ctx context.Context, kind string, train *mil.Dataset, proj Projection
 		st.TrainBags, st.TrainLabels = nil, nil
 	} else {
 		var err error
-		if st.CiteRadius, err = citeRadii(ctx, st.TrainBags, cfg.Citers, workers); err != nil {
+		if st.CiteRadius, err = citeRadii(ctx, st.TrainBags, cfg.Citers, bagDistance(cfg.Hausdorff), workers); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +206,10 @@ func newModel(meta models.Meta, st State) (*Model, error) {
 	if st.Projection.InDim != meta.Dim {
 		return nil, fmt.Errorf("mlca: projection input dim %d, model dim %d", st.Projection.InDim, meta.Dim)
 	}
-	m := &Model{meta: meta, st: st, cnorm: make([]float64, k)}
+	if st.Hausdorff != HausdorffMin && st.Hausdorff != HausdorffMax {
+		return nil, fmt.Errorf("mlca: unknown bag distance %q", st.Hausdorff)
+	}
+	m := &Model{meta: meta, st: st, cnorm: make([]float64, k), dist: bagDistance(st.Hausdorff)}
 	seen := 0
 	for c, z := range st.Centroids {
 		if z == nil {
@@ -364,6 +379,35 @@ func minHausdorffBelow(a, b [][]float64, bound float64) float64 {
 	return best
 }
 
+// maxHausdorffBelow is the maximal Hausdorff distance (squared)
+// max(h(a,b), h(b,a)), h(a,b) = max over x in a of min over y in b of
+// ‖x − y‖², when below bound, and some value >= bound otherwise.
+func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
+	h := 0.0
+	for _, pair := range [2][2][][]float64{{a, b}, {b, a}} {
+		for _, x := range pair[0] {
+			m := math.Inf(1)
+			for _, y := range pair[1] {
+				// Below h this x cannot raise the maximum: stop early.
+				if m = min(m, sqDistBelow(x, y, m)); m <= h {
+					break
+				}
+			}
+			if h = max(h, m); h >= bound {
+				return h
+			}
+		}
+	}
+	return h
+}
+
+func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
+	if name == HausdorffMax {
+		return maxHausdorffBelow
+	}
+	return minHausdorffBelow
+}
+
 // citationKNN is the citation-kNN of Wang and Zucker (2000) with the minimal
 // Hausdorff distance, extended to label sets as in Zhou's MIML experiments:
 // the voters are the Refs nearest training bags (references) and the
@@ -386,7 +430,7 @@ func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 	votes := make([]float64, k)
 	total := 0.0
 	for i, tb := range m.st.TrainBags {
-		d := minHausdorff(g, tb)
+		d := m.dist(g, tb, math.Inf(1))
 		all[i] = nb{d, i}
 		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
 			for _, c := range m.st.TrainLabels[i] {
@@ -447,7 +491,7 @@ func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 // nearest other training bag. It is O(m²) bag distances: the price of
 // citation-kNN, paid once per fit, in parallel over bags (each worker owns
 // its output slots, so the result does not depend on the worker count).
-func citeRadii(ctx context.Context, bags [][][]float64, c, workers int) ([]float64, error) {
+func citeRadii(ctx context.Context, bags [][][]float64, c int, dist func(a, b [][]float64, bound float64) float64, workers int) ([]float64, error) {
 	m := len(bags)
 	out := make([]float64, m)
 	if c == 0 {
@@ -475,7 +519,7 @@ func citeRadii(ctx context.Context, bags [][][]float64, c, workers int) ([]float
 					if len(top) == c {
 						bound = top[c-1]
 					}
-					d := minHausdorffBelow(bags[i], bags[j], bound)
+					d := dist(bags[i], bags[j], bound)
 					if d >= bound {
 						continue
 					}

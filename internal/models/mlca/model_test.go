@@ -31,17 +31,24 @@ func synthData(t *testing.T, seed uint64) *mil.Dataset {
 // the r nearest training bags; bag B cites E when E ranks among B's c
 // nearest neighbours in (training bags \ {B}) ∪ {E}, ties counted in E's
 // favour.
-func refCitation(train [][][]float64, labels [][]int, e [][]float64, r, c, k int) (votes []float64, total float64) {
+func refCitation(train [][][]float64, labels [][]int, e [][]float64, r, c, k int, maximal bool) (votes []float64, total float64) {
 	m := len(train)
-	dist := func(a, b [][]float64) float64 {
-		best := math.Inf(1)
+	// h is the directed Hausdorff distance; the minimal one is symmetric.
+	h := func(a, b [][]float64) float64 {
+		worst, best := 0.0, math.Inf(1)
 		for _, x := range a {
+			near := math.Inf(1)
 			for _, y := range b {
-				best = min(best, sqDist(x, y))
+				near = min(near, sqDist(x, y))
 			}
+			worst, best = max(worst, near), min(best, near)
+		}
+		if maximal {
+			return worst
 		}
 		return best
 	}
+	dist := func(a, b [][]float64) float64 { return max(h(a, b), h(b, a)) }
 	de := make([]float64, m)
 	for i := range train {
 		de[i] = dist(e, train[i])
@@ -78,9 +85,13 @@ func refCitation(train [][][]float64, labels [][]int, e [][]float64, r, c, k int
 func TestCitationKNNMatchesDefinition(t *testing.T) {
 	ds := synthData(t, 3)
 	train := ds.Subset(seq(0, 100))
-	for _, rc := range [][2]int{{20, 20}, {5, 3}, {1, 0}, {0, 7}} {
+	for _, tc := range []struct {
+		rc        [2]int
+		hausdorff string
+	}{{[2]int{20, 20}, "min"}, {[2]int{5, 3}, "min"}, {[2]int{1, 0}, "min"}, {[2]int{0, 7}, "min"}, {[2]int{20, 20}, "max"}, {[2]int{3, 5}, "max"}} {
+		rc := tc.rc
 		m, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: models.Params{
-			"refs": itoa(rc[0]), "citers": itoa(rc[1])}})
+			"refs": itoa(rc[0]), "citers": itoa(rc[1]), "hausdorff": tc.hausdorff}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +104,7 @@ func TestCitationKNNMatchesDefinition(t *testing.T) {
 				st.Projection.apply(x, g[j], nil)
 			}
 			_, scores := m.citationKNN(g)
-			votes, total := refCitation(st.TrainBags, st.TrainLabels, g, rc[0], rc[1], 4)
+			votes, total := refCitation(st.TrainBags, st.TrainLabels, g, rc[0], rc[1], 4, tc.hausdorff == "max")
 			for c := range votes {
 				// The score is votes plus a tie-break below one vote.
 				if got := scores[c] * total; got < votes[c]-1e-9 || got >= votes[c]+0.5+1e-9 {
@@ -338,7 +349,7 @@ func TestFitNeedsInstanceLabels(t *testing.T) {
 func TestParseConfigRejects(t *testing.T) {
 	for _, p := range []models.Params{
 		{"metric": "cosine"}, {"rule": "nearest"}, {"rule": "alpha", "metric": "euclidean"},
-		{"refs": "-1"}, {"alpha": "x"}, {"landmarks": "-2"}, {"center": "maybe"},
+		{"refs": "-1"}, {"hausdorff": "mean"}, {"alpha": "x"}, {"landmarks": "-2"}, {"center": "maybe"},
 	} {
 		if _, err := ParseConfig(p); err == nil {
 			t.Errorf("%v accepted", p)
