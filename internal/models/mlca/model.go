@@ -58,8 +58,8 @@ const (
 // ParseConfig reads the shared parameters, with their defaults.
 func ParseConfig(p models.Params) (Config, error) {
 	c := Config{
-		Metric: p.String("metric", MetricLearned),
-		Kernel: p.String("kernel", KernelLinear),
+		Metric:    p.String("metric", MetricLearned),
+		Kernel:    p.String("kernel", KernelLinear),
 		Rule:      p.String("rule", RuleCentroid),
 		Hausdorff: p.String("hausdorff", HausdorffMin),
 	}
