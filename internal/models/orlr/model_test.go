@@ -401,3 +401,39 @@ func TestMeanSquaredDistance(t *testing.T) {
 		t.Errorf("mean squared distance %v, brute force %v", got, want)
 	}
 }
+
+// TestAnnotateConcurrent runs Annotate from many goroutines (go test -race
+// checks the sharing) and compares with sequential results.
+func TestAnnotateConcurrent(t *testing.T) {
+	d := synthetic(13, 40, 4, 3)
+	m, _ := fitT(t, d, models.FitOptions{Params: models.Params{"iters": "3", "kernel": "rbf", "dict_frac": "0.5"}})
+	want := make([]models.Annotation, len(d.Bags))
+	for i := range d.Bags {
+		var err error
+		if want[i], err = m.Annotate(context.Background(), &d.Bags[i], models.Transductive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errc := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range d.Bags {
+				j := (i + g) % len(d.Bags)
+				a, err := m.Annotate(context.Background(), &d.Bags[j], models.Transductive)
+				if err == nil && !reflect.DeepEqual(a, want[j]) {
+					err = fmt.Errorf("bag %d annotated differently under concurrency", j)
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+}

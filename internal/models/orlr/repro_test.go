@@ -134,6 +134,9 @@ func TestExperiment(t *testing.T) {
 		t.Skip("set ORLR_EXPERIMENT")
 	}
 	d := loadTestdata(t, path)
+	if os.Getenv("ORLR_UNION") != "" {
+		withUnionLabels(d)
+	}
 	p := paramsFromEnv(nil)
 	kind := Kind()
 	switch os.Getenv("ORLR_KIND") {
@@ -191,26 +194,68 @@ func TestReproduceMSCV2(t *testing.T) {
 	}
 }
 
-// TestReproduceKernelAndFrost runs the slower or secondary settings: the RBF
-// kernel version on MSCV2 (Table 8: 61.0) and linear ORed-LR on Letter Frost
-// (Table 3: 71.3, Table 5: 91.5). Gated by ORLR_REPRO_SLOW=1; results are
-// logged, and only sanity bounds are asserted (see the package report for
-// the numbers).
+// TestReproduceKernelAndFrost runs the slower or secondary settings, gated
+// by ORLR_REPRO_SLOW=1 (about ten minutes on two cores):
+//
+//   - the RBF kernel version on MSCV2 (Table 8: 61.0), with half the
+//     instances as dictionary, δ = 0.5 × mean squared distance and an
+//     L-BFGS M-step (backtracking gradient ascent barely moves the ~800
+//     kernel weights per class in 50 iterations);
+//   - linear ORed-LR on Letter Frost (Table 3: 71.3, Table 5: 91.5). The
+//     testdata file is Pham's novel-class variant: 20 letters plus a merged
+//     "novel" class that is never in a bag label. As loaded, the union
+//     assumption fails for every bag holding a novel letter, so the test
+//     restores the novel class in those bag labels (the file's Y_backup).
+//     Four letters merged into one class are harder for a linear model than
+//     the paper's 24 letters: even the supervised SLR drops from 72.7 to
+//     about 66, so only the gap to SLR is asserted.
+//
+//	ORLR_REPRO_SLOW=1 go test ./internal/models/orlr -run TestReproduceKernelAndFrost -v -timeout 60m
 func TestReproduceKernelAndFrost(t *testing.T) {
 	if os.Getenv("ORLR_REPRO_SLOW") == "" {
-		t.Skip("set ORLR_REPRO_SLOW=1 (several minutes)")
+		t.Skip("set ORLR_REPRO_SLOW=1 (about ten minutes)")
 	}
 	mscv2 := loadTestdata(t, "mscv2/MSCV2.mat")
-	frost := loadTestdata(t, "letter_frost_pham_novelclass/newlabels.mat")
 	start := time.Now()
-	kp := paramsFromEnv(models.Params{"kernel": "rbf", "kernel_s": "1", "dict_frac": "0.2", "iters": "100"})
+	kp := paramsFromEnv(models.Params{"kernel": "rbf", "kernel_s": "0.5", "dict_frac": "0.5", "mstep": "lbfgs", "msteps": "20"})
 	m, s := cvAccuracy(t, Kind(), mscv2, 10, 1, kp)
 	t.Logf("MSCV2 kernel %v: %.1f ± %.1f (paper K-MLR 61.0) in %v", kp, m, s, time.Since(start).Round(time.Second))
-	if m < 54.8 {
-		t.Errorf("kernel ORed-LR %.1f is below the linear paper value", m)
+	if math.Abs(m-61.0) > 3 {
+		t.Errorf("kernel ORed-LR %.1f, paper 61.0", m)
 	}
+
+	frost := loadTestdata(t, "letter_frost_pham_novelclass/newlabels.mat")
+	withUnionLabels(frost)
 	start = time.Now()
 	fm, fs := cvAccuracy(t, Kind(), frost, 10, 1, nil)
 	ft := transductiveAccuracy(t, Kind(), frost, 1, nil)
-	t.Logf("Letter Frost: inductive %.1f ± %.1f (paper 71.3), transductive %.1f (paper 91.5) in %v", fm, fs, ft, time.Since(start).Round(time.Second))
+	sm, ss := cvAccuracy(t, baseline.SLRKind(), frost, 10, 1, nil)
+	t.Logf("Letter Frost (novel class restored): ORed-LR inductive %.1f ± %.1f (paper 71.3), transductive %.1f (paper 91.5), SLR %.1f ± %.1f (paper 72.7) in %v",
+		fm, fs, ft, sm, ss, time.Since(start).Round(time.Second))
+	// The paper's gap between SLR and ORed-LR on Frost is 1.4 points.
+	if sm-fm > 5 {
+		t.Errorf("ORed-LR %.1f trails SLR %.1f by more than 5 points", fm, sm)
+	}
+	if ft < 80 {
+		t.Errorf("transductive %.1f, want >= 80", ft)
+	}
+}
+
+// withUnionLabels replaces every bag label by the union of its instance
+// labels. For Pham's novel-class files this restores the novel class in the
+// bag labels (their Y_backup), i.e. the paper's all-classes-labeled setting.
+func withUnionLabels(d *mil.Dataset) {
+	for i := range d.Bags {
+		b := &d.Bags[i]
+		seen := make([]bool, len(d.Classes))
+		for _, y := range b.InstanceLabels {
+			seen[y] = true
+		}
+		b.Labels = []int{}
+		for c, ok := range seen {
+			if ok {
+				b.Labels = append(b.Labels, c)
+			}
+		}
+	}
 }
