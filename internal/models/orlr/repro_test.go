@@ -201,6 +201,7 @@ func TestReproduceMSCV2(t *testing.T) {
 //     instances as dictionary, δ = 0.5 × mean squared distance and an
 //     L-BFGS M-step (backtracking gradient ascent barely moves the ~800
 //     kernel weights per class in 50 iterations);
+//
 //   - linear ORed-LR on Letter Frost (Table 3: 71.3, Table 5: 91.5). The
 //     testdata file is Pham's novel-class variant: 20 letters plus a merged
 //     "novel" class that is never in a bag label. As loaded, the union
@@ -210,7 +211,7 @@ func TestReproduceMSCV2(t *testing.T) {
 //     the paper's 24 letters: even the supervised SLR drops from 72.7 to
 //     about 66, so only the gap to SLR is asserted.
 //
-//	ORLR_REPRO_SLOW=1 go test ./internal/models/orlr -run TestReproduceKernelAndFrost -v -timeout 60m
+//     ORLR_REPRO_SLOW=1 go test ./internal/models/orlr -run TestReproduceKernelAndFrost -v -timeout 60m
 func TestReproduceKernelAndFrost(t *testing.T) {
 	if os.Getenv("ORLR_REPRO_SLOW") == "" {
 		t.Skip("set ORLR_REPRO_SLOW=1 (about ten minutes)")
