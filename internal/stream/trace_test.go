@@ -2,13 +2,15 @@ package stream
 
 import (
 	"context"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mimlstream/mimlstream/internal/telemetry"
 )
 
 // TestTraceChainIngestToAnnotation checks one trace per bag: ingest ->
@@ -18,10 +20,8 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prop := propagation.TraceContext{}
-	obs := Observability{Tracer: tp, Propagator: prop, Logger: testLogger(t)}
+	prov, rec := telemetry.NewTestProviders()
+	obs := Observability{Tracer: prov.Tracer, Meter: prov.Meter, Propagator: prov.Propagator, Logger: testLogger(t)}
 
 	ds := smallDataset(12)
 	h.publishModel(ds, nil)
@@ -35,6 +35,16 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.collect(ctx, len(ds.Bags), 20*time.Second)
+	// The annotator's /metrics serves its instruments through the
+	// Prometheus exporter.
+	rr := httptest.NewRecorder()
+	prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for _, name := range []string{"mimlstream_annotator_bags_total", "mimlstream_annotator_latency_seconds_bucket",
+		"mimlstream_annotator_model_version", "mimlstream_annotator_bags_per_second", "mimlstream_annotator_consumer_lag"} {
+		if !strings.Contains(rr.Body.String(), name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

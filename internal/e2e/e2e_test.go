@@ -1,0 +1,373 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/baseline"
+	"github.com/mimlstream/mimlstream/internal/stream"
+	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+)
+
+// instanceAccuracy scores annotations against the held-back instance labels.
+func instanceAccuracy(ds *mil.Dataset, anns map[string][]stream.AnnotationMessage, mode string) (float64, int) {
+	right, n := 0, 0
+	for _, b := range ds.Bags {
+		as := anns[b.ID]
+		if len(as) == 0 || (mode != "" && as[0].Mode != mode) {
+			continue
+		}
+		for i, l := range b.InstanceLabels {
+			n++
+			if i < len(as[0].InstanceLabels) && as[0].InstanceLabels[i] == l {
+				right++
+			}
+		}
+	}
+	return float64(right) / float64(max(n, 1)), n
+}
+
+// dummyAccuracy is the instance accuracy of the Dummy baseline, fitted and
+// applied like the model under test.
+func dummyAccuracy(t *testing.T, ds *mil.Dataset, mode models.Mode) float64 {
+	m, err := baseline.DummyKind().Fit(context.Background(), ds, models.FitOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	right, n := 0, 0
+	for i := range ds.Bags {
+		b := ds.Bags[i]
+		if mode == models.Inductive {
+			b.Labels = nil
+		}
+		a, err := m.Annotate(context.Background(), &b, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, l := range b.InstanceLabels {
+			n++
+			if a.InstanceLabels != nil && a.InstanceLabels[j] == l {
+				right++
+			}
+		}
+	}
+	return float64(right) / float64(n)
+}
+
+// TestEndToEndMSCV2 streams MSCV2 (half the bags keep their labels) through
+// two annotator processes serving ORed-LR from the registry.
+func TestEndToEndMSCV2(t *testing.T) {
+	e := newEnv(t)
+	ds, blob := mscv2Model(t)
+	version := e.promote(blob)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := e.tail(ctx)
+	e.startAnnotator("a1", annotatorOpts{})
+	e.startAnnotator("a2", annotatorOpts{})
+	pub := e.publisher(0.5)
+	if rej, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil || len(rej) > 0 {
+		t.Fatalf("publish: %v %v", rej, err)
+	}
+	out.waitIDs(t, len(ds.Bags), 90*time.Second)
+
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if len(out.dead) != 0 {
+		t.Errorf("%d dead letters for valid bags: %+v", len(out.dead), out.dead[0])
+	}
+	ids := make([]string, 0, len(out.anns))
+	for id, as := range out.anns {
+		ids = append(ids, id)
+		for _, a := range as {
+			if a.ModelVersion != version || a.Model != "orlr" {
+				t.Errorf("bag %s annotated by %s %s", id, a.Model, a.ModelVersion)
+			}
+		}
+	}
+	slices.Sort(ids)
+	want := make([]string, len(ds.Bags))
+	for i, b := range ds.Bags {
+		want[i] = b.ID
+	}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("annotated ids differ from published ids (%d vs %d)", len(ids), len(want))
+	}
+	ind, nInd := instanceAccuracy(ds, out.anns, string(models.Inductive))
+	tr, nTr := instanceAccuracy(ds, out.anns, string(models.Transductive))
+	dInd, dTr := dummyAccuracy(t, ds, models.Inductive), dummyAccuracy(t, ds, models.Transductive)
+	t.Logf("instance accuracy: inductive %.3f over %d instances (Dummy %.3f), transductive %.3f over %d (Dummy %.3f)", ind, nInd, dInd, tr, nTr, dTr)
+	if nInd == 0 || nTr == 0 {
+		t.Fatal("label fraction 0.5 did not give both modes")
+	}
+	if ind < dInd+0.2 || tr < dTr+0.2 {
+		t.Errorf("accuracy not above the Dummy baseline by a wide margin")
+	}
+}
+
+// TestKillAnnotatorMidStream SIGKILLs an annotator process while bags are
+// flowing, restarts it, and checks that no bag id is missing.
+func TestKillAnnotatorMidStream(t *testing.T) {
+	e := newEnv(t)
+	ds, blob := mscv2Model(t)
+	e.promote(blob)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := e.tail(ctx)
+	victim := e.startAnnotator("victim", annotatorOpts{})
+	e.startAnnotator("survivor", annotatorOpts{})
+	pub := e.publisher(0.5)
+	published := make(chan error, 1)
+	go func() {
+		// A paced stream, so the kill lands in the middle of it.
+		for i := 0; i < len(ds.Bags); i += 20 {
+			if _, err := pub.PublishDataset(ctx, ds, ds.Bags[i:min(i+20, len(ds.Bags))]); err != nil {
+				published <- err
+				return
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+		published <- nil
+	}()
+	out.waitIDs(t, len(ds.Bags)/4, 60*time.Second)
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.done
+	killedAt, _, _ := out.counts()
+	t.Logf("killed an annotator after %d of %d bags", killedAt, len(ds.Bags))
+	e.startAnnotator("victim-restarted", annotatorOpts{})
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	out.waitIDs(t, len(ds.Bags), 90*time.Second)
+	ids, total, dead := out.counts()
+	t.Logf("%d bags annotated, %d annotations (%d duplicates from redelivery), %d dead letters", ids, total, total-ids, dead)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	for _, b := range ds.Bags {
+		if len(out.anns[b.ID]) == 0 {
+			t.Errorf("bag %s missing after the kill", b.ID)
+		}
+	}
+	if dead != 0 {
+		t.Errorf("%d dead letters", dead)
+	}
+}
+
+// TestDeadLettersEndToEnd writes each kind of bad input between good bags
+// straight onto the topic (as a faulty producer would) and through the
+// ingest endpoint.
+func TestDeadLettersEndToEnd(t *testing.T) {
+	e := newEnv(t)
+	ds, blob := mscv2Model(t)
+	e.promote(blob)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := e.tail(ctx)
+	e.startAnnotator("a1", annotatorOpts{extra: []string{"--max-message-bytes", "20000"}})
+
+	row := "[" + strings.TrimSuffix(strings.Repeat("0.5,", 48), ",") + "]"
+	all := make([]string, 23)
+	for i := range all {
+		all[i] = fmt.Sprint(i)
+	}
+	classes, _ := json.Marshal(ds.Classes)
+	bad := map[string]struct {
+		raw  string
+		want stream.Reason
+	}{
+		"bad-json":   {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row, stream.ReasonMalformedJSON},
+		"bad-dim":    {`{"schema_version":1,"id":"x","dim":3,"instances":[[1,2,3]]}`, stream.ReasonDimension},
+		"bad-nan":    {`{"schema_version":1,"id":"x","dim":48,"instances":[["NaN"` + strings.Repeat(",0.5", 47) + `]]}`, stream.ReasonNonFinite},
+		"bad-inf":    {`{"schema_version":1,"id":"x","dim":48,"instances":[[1e999` + strings.Repeat(",0.5", 47) + `]]}`, stream.ReasonNonFinite},
+		"bad-empty":  {`{"schema_version":1,"id":"x","dim":48,"instances":[]}`, stream.ReasonEmptyBag},
+		"bad-labels": {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row + `],"labels":[` + strings.Join(all, ",") + `],"classes":` + string(classes) + `}`, stream.ReasonLabelSetTooLarge},
+		"bad-big":    {`{"schema_version":1,"id":"x","dim":48,"instances":[` + strings.Repeat(row+",", 200) + row + `]}`, stream.ReasonOversize},
+	}
+	w := stream.NewWriter(e.brokers)
+	defer w.Close()
+	var msgs []kafka.Message
+	goodIDs := []string{}
+	gi := 0
+	for key, b := range bad {
+		for range 5 {
+			bag := ds.Bags[gi]
+			raw, _ := json.Marshal(stream.NewBagMessage(&bag, "mscv2", ds.Dim, ds.Classes, false))
+			msgs = append(msgs, kafka.Message{Topic: e.topics.Annotate, Key: []byte(bag.ID), Value: raw})
+			goodIDs = append(goodIDs, bag.ID)
+			gi++
+		}
+		msgs = append(msgs, kafka.Message{Topic: e.topics.Annotate, Key: []byte(key), Value: []byte(b.raw)})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	out.waitIDs(t, len(goodIDs), 60*time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, d := out.counts(); d >= len(bad) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	got := map[string]stream.DeadLetter{}
+	for _, d := range out.dead {
+		got[d.Key] = d
+	}
+	for key, b := range bad {
+		d, ok := got[key]
+		switch {
+		case !ok:
+			t.Errorf("%s: no dead letter", key)
+		case d.Reason != b.want || d.Topic != e.topics.Annotate || d.Offset < 0 || d.OriginalSize != len(b.raw):
+			t.Errorf("%s: dead letter reason %s topic %s offset %d size %d, want %s", key, d.Reason, d.Topic, d.Offset, d.OriginalSize, b.want)
+		case b.want != stream.ReasonOversize && string(d.Original) != b.raw:
+			t.Errorf("%s: original bytes not kept", key)
+		}
+	}
+	for _, id := range goodIDs {
+		if len(out.anns[id]) == 0 {
+			t.Errorf("good bag %s around the bad ones not annotated", id)
+		}
+	}
+}
+
+// TestRedisOutage takes Redis away (through a proxy the test controls) from
+// a running annotator and a retrainer: the annotator keeps serving its
+// model, the retrainer retries and completes once Redis is back.
+func TestRedisOutage(t *testing.T) {
+	e := newEnv(t)
+	ds, blob := mscv2Model(t)
+	v1 := e.promote(blob)
+	proxy, err := streamtest.NewProxy(redisAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Down()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := e.tail(ctx)
+	a := e.startAnnotator("a1", annotatorOpts{redis: proxy.Addr(), listen: true})
+	waitUntil(t, 20*time.Second, "annotator ready", func() bool { return a.readyVersion() == v1 })
+
+	rdb, err := featurestore.Connect(ctx, featurestore.Options{Addr: proxy.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	reg := featurestore.NewRegistry(rdb, e.prefix+":models")
+	r, err := stream.NewRetrainer(stream.RetrainerConfig{Brokers: e.brokers, Topic: e.topics.Train, Kinds: kinds(), Kind: "orlr",
+		Params: models.Params{"iters": "3", "msteps": "5"}, Store: reg, Every: 100000, MinBags: 10, HoldOut: 0.2, Margin: 1, Warm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = r.Run(ctx) }()
+
+	proxy.Down()
+	pub := e.publisher(0.5)
+	if _, err := pub.PublishDataset(ctx, ds, ds.Bags[:200]); err != nil {
+		t.Fatal(err)
+	}
+	out.waitIDs(t, 200, 60*time.Second)
+	if v := a.readyVersion(); v != v1 {
+		t.Errorf("annotator reports %q during the outage, want %s", v, v1)
+	}
+	select {
+	case <-a.done:
+		t.Fatalf("annotator exited during the outage: %v", a.err)
+	default:
+	}
+	waitUntil(t, 20*time.Second, "retrainer window", func() bool { return r.Len() > 50 })
+	type result struct {
+		res stream.RefitResult
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := r.Refit(ctx)
+		got <- result{res, err}
+	}()
+	select {
+	case g := <-got:
+		t.Fatalf("refit finished while Redis was down: %+v %v", g.res, g.err)
+	case <-time.After(time.Second):
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	var g result
+	select {
+	case g = <-got:
+	case <-time.After(60 * time.Second):
+		t.Fatal("refit did not finish after Redis came back")
+	}
+	if g.err != nil || !g.res.Promoted {
+		t.Fatalf("refit after the outage: %+v %v", g.res, g.err)
+	}
+	waitUntil(t, 5*time.Second, "annotator picks up the retrained model", func() bool { return a.readyVersion() == g.res.Version })
+}
+
+// TestPromotionAndRollbackReachEveryAnnotator measures how long a promotion
+// and a rollback take to reach two annotator processes.
+func TestPromotionAndRollbackReachEveryAnnotator(t *testing.T) {
+	e := newEnv(t)
+	_, blob := mscv2Model(t)
+	v1 := e.promote(blob)
+	// A long poll: the change must arrive by notification.
+	opts := annotatorOpts{listen: true, extra: []string{"--poll", "1m"}}
+	as := []*annotator{e.startAnnotator("a1", opts), e.startAnnotator("a2", opts)}
+	all := func(v string) func() bool {
+		return func() bool {
+			for _, a := range as {
+				if a.readyVersion() != v {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitUntil(t, 20*time.Second, "annotators ready", all(v1))
+	// A distinct blob: the same model under other provenance params.
+	var env map[string]any
+	if err := json.Unmarshal(blob, &env); err != nil {
+		t.Fatal(err)
+	}
+	env["meta"].(map[string]any)["params"] = map[string]any{"note": "second"}
+	blob2, _ := json.Marshal(env)
+	v2 := e.promote(blob2)
+	d := waitUntil(t, time.Second, "promotion reaches every annotator", all(v2))
+	t.Logf("promotion %s -> %s reached 2 annotators in %v", v1, v2, d)
+	back, err := e.reg.Rollback(context.Background())
+	if err != nil || back != v1 {
+		t.Fatalf("rollback = %s, %v", back, err)
+	}
+	d = waitUntil(t, time.Second, "rollback reaches every annotator", all(v1))
+	t.Logf("rollback to %s reached 2 annotators in %v", v1, d)
+}
+
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}

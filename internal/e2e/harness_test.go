@@ -1,0 +1,307 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/broker"
+	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/catalog"
+	"github.com/mimlstream/mimlstream/internal/models/orlr"
+	"github.com/mimlstream/mimlstream/internal/stream"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+)
+
+// roleEnv makes the test binary act as a service: the annotators of these
+// tests are subprocesses running exactly the annotator command's code, so
+// SIGKILL and restarts are real.
+const roleEnv = "MIMLSTREAM_E2E_ROLE"
+
+const redisAddr = "127.0.0.1:6379"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "annotator" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := service.RunAnnotator(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr, Kinds: kinds()}, os.Args[1:])
+		stop()
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "annotator:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// kinds is the product's catalog.
+func kinds() *models.Registry { return catalog.New() }
+
+// env is one test's broker, topics and Redis key space.
+type env struct {
+	t       *testing.T
+	brokers []string
+	topics  stream.Topics
+	rdb     *redis.Client
+	prefix  string
+	reg     *featurestore.Registry
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
+	if err != nil {
+		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
+	}
+	topics := stream.DefaultTopics()
+	b, err := broker.Start(broker.Options{Partitions: 4, Topics: topics.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	prefix := fmt.Sprintf("e2e-%s-%d", t.Name(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		// Keys carry the prefix inside a hash tag: {prefix:models}:...
+		iter := rdb.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+	return &env{t: t, brokers: b.Addrs(), topics: topics, rdb: rdb, prefix: prefix,
+		reg: featurestore.NewRegistry(rdb, prefix+":models")}
+}
+
+// annotator is a subprocess running the annotator.
+type annotator struct {
+	name   string
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+	health string // address of /readyz, when listening
+	// done is closed when the process has exited; err is then its status.
+	done chan struct{}
+	err  error
+}
+
+type annotatorOpts struct {
+	redis  string // defaults to the real Redis
+	listen bool
+	extra  []string
+}
+
+func (e *env) startAnnotator(name string, o annotatorOpts) *annotator {
+	e.t.Helper()
+	if o.redis == "" {
+		o.redis = redisAddr
+	}
+	a := &annotator{name: name, log: &bytes.Buffer{}, done: make(chan struct{})}
+	listen := ""
+	if o.listen {
+		listen = freeAddr(e.t)
+		a.health = listen
+	}
+	args := []string{
+		"--brokers", strings.Join(e.brokers, ","), "--redis", o.redis,
+		"--registry-prefix", e.prefix + ":models", "--cache-prefix", e.prefix + ":features",
+		"--name", name, "--group", "annotators", "--listen", listen,
+		"--session-timeout", "2s", "--poll", "250ms", "--create-topics=false", "--log-level", "debug",
+	}
+	a.cmd = exec.Command(os.Args[0], append(args, o.extra...)...)
+	a.cmd.Env = append(os.Environ(), roleEnv+"=annotator")
+	a.cmd.Stdout = &syncWriter{w: a.log}
+	a.cmd.Stderr = a.cmd.Stdout
+	if err := a.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		a.err = a.cmd.Wait()
+		close(a.done)
+	}()
+	e.t.Cleanup(func() {
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		if e.t.Failed() {
+			e.t.Logf("--- log of annotator %s ---\n%s", name, a.logText())
+		}
+	})
+	return a
+}
+
+func (a *annotator) logText() string {
+	w := a.cmd.Stdout.(*syncWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return a.log.String()
+}
+
+// readyVersion returns the model version reported by /readyz, or "".
+func (a *annotator) readyVersion() string {
+	resp, err := http.Get("http://" + a.health + "/readyz")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(b.String(), "ok "))
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// outputs accumulates the annotation and dead-letter topics.
+type outputs struct {
+	mu   sync.Mutex
+	anns map[string][]stream.AnnotationMessage
+	dead []stream.DeadLetter
+}
+
+func (e *env) tail(ctx context.Context) *outputs {
+	o := &outputs{anns: map[string][]stream.AnnotationMessage{}}
+	for _, topic := range []string{e.topics.Annotations, e.topics.DeadLetter} {
+		go func() {
+			err := stream.Tail(ctx, e.brokers, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
+				o.mu.Lock()
+				defer o.mu.Unlock()
+				if topic == e.topics.Annotations {
+					var a stream.AnnotationMessage
+					if err := json.Unmarshal(m.Value, &a); err != nil {
+						return err
+					}
+					o.anns[a.BagID] = append(o.anns[a.BagID], a)
+					return nil
+				}
+				var d stream.DeadLetter
+				if err := json.Unmarshal(m.Value, &d); err != nil {
+					return err
+				}
+				o.dead = append(o.dead, d)
+				return nil
+			})
+			if err != nil {
+				e.t.Errorf("tail %s: %v", topic, err)
+			}
+		}()
+	}
+	return o
+}
+
+func (o *outputs) counts() (ids, total, dead int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, as := range o.anns {
+		total += len(as)
+	}
+	return len(o.anns), total, len(o.dead)
+}
+
+// waitIDs waits until n distinct bag ids were annotated.
+func (o *outputs) waitIDs(t *testing.T, n int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ids, _, _ := o.counts()
+		if ids >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d bags annotated within %v", ids, n, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var (
+	mscv2Once sync.Once
+	mscv2     *mil.Dataset
+	mscv2Blob []byte
+	mscv2Err  error
+)
+
+// mscv2Model loads MSCV2 and fits ORed-LR on it once per test binary, with
+// fewer EM iterations than the paper (the accuracy is still far above the
+// baseline; the full setting is the eval tool's business).
+func mscv2Model(t *testing.T) (*mil.Dataset, []byte) {
+	t.Helper()
+	mscv2Once.Do(func() {
+		mscv2, mscv2Err = dataset.Load("../../testdata/mscv2/MSCV2.mat")
+		if mscv2Err != nil {
+			return
+		}
+		var m models.Model
+		m, mscv2Err = orlr.Kind().Fit(context.Background(), mscv2, models.FitOptions{Seed: 1, Params: models.Params{"iters": "10", "msteps": "10"}})
+		if mscv2Err != nil {
+			return
+		}
+		mscv2Blob, mscv2Err = models.Encode(m)
+	})
+	if mscv2Err != nil {
+		t.Fatal(mscv2Err)
+	}
+	return mscv2, mscv2Blob
+}
+
+// promote stores blob and makes it current.
+func (e *env) promote(blob []byte) string {
+	e.t.Helper()
+	meta, err := e.reg.Put(context.Background(), blob, featurestore.VersionMeta{TrainingWindow: "e2e"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.reg.Promote(context.Background(), meta.Version); err != nil {
+		e.t.Fatal(err)
+	}
+	return meta.Version
+}
+
+func (e *env) publisher(fraction float64) *stream.Publisher {
+	e.t.Helper()
+	p, err := stream.NewPublisher(stream.PublisherConfig{Brokers: e.brokers, Topics: e.topics, LabelFraction: fraction, Seed: 1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { p.Close() })
+	return p
+}
+
