@@ -304,4 +304,3 @@ func (e *env) publisher(fraction float64) *stream.Publisher {
 	e.t.Cleanup(func() { p.Close() })
 	return p
 }
-
