@@ -63,7 +63,10 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	}
 
 	m := &Model{cfg: cfg, meta: models.Meta{Kind: Name, Classes: train.Classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
-	warm, _ := opt.Warm.(*Model)
+	warm, ok := opt.Warm.(*Model)
+	if opt.Warm != nil && !ok {
+		slog.Warn("orlr: warm-start model is not an orlr model; starting from zero", "kind", opt.Warm.Meta().Kind)
+	}
 	if warm != nil && !warm.sameShape(train, cfg) {
 		slog.Warn("orlr: warm-start model has another shape; starting from zero")
 		warm = nil

@@ -437,3 +437,17 @@ func TestAnnotateConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestToleranceStopsEarly(t *testing.T) {
+	d := synthetic(14, 60, 3, 2)
+	_, full := fitT(t, d, models.FitOptions{Params: models.Params{"iters": "60"}})
+	_, early := fitT(t, d, models.FitOptions{Params: models.Params{"iters": "60", "tol": "1e-3"}})
+	if len(full.LogLik) != 60 || len(early.LogLik) >= 60 {
+		t.Errorf("iterations: %d without tol, %d with tol=1e-3", len(full.LogLik), len(early.LogLik))
+	}
+	last := early.LogLik[len(early.LogLik)-1]
+	prev := early.LogLik[len(early.LogLik)-2]
+	if last-prev > 1e-3*math.Abs(last) {
+		t.Errorf("stopped while the gain %v was above tol", last-prev)
+	}
+}
