@@ -264,6 +264,13 @@ var (
 // baseline; the full setting is the eval tool's business).
 func mscv2Model(t *testing.T) (*mil.Dataset, []byte) {
 	t.Helper()
+	return mscv2ModelTB(t)
+}
+
+func mscv2ModelB(b *testing.B) (*mil.Dataset, []byte) { return mscv2ModelTB(b) }
+
+func mscv2ModelTB(t testing.TB) (*mil.Dataset, []byte) {
+	t.Helper()
 	mscv2Once.Do(func() {
 		mscv2, mscv2Err = dataset.Load("../../testdata/mscv2/MSCV2.mat")
 		if mscv2Err != nil {

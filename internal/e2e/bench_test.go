@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/broker"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream"
+)
+
+// BenchmarkPipeline measures, in one run on loopback, the end-to-end
+// throughput of the pipeline (publish -> Kafka -> annotator -> Kafka ->
+// consumer) on MSCV2 with ORed-LR, the p50/p99 latency from produce to the
+// annotation's arrival at a paced half of that throughput, and the
+// throughput of the annotate step alone with the same number of workers.
+// Each iteration streams all 591 bags (new ids). Run it with `make bench`.
+func BenchmarkPipeline(b *testing.B) {
+	ds, blob := mscv2ModelB(b)
+	kinds := kinds()
+	m, err := kinds.Decode(blob)
+	if err != nil {
+		b.Fatal(err)
+	}
+	workers := runtime.GOMAXPROCS(0)
+
+	// The annotate step alone: the annotator's work without Kafka, JSON or
+	// Redis, on the same bags in the same modes, with the same workers.
+	bags := benchBags(ds)
+	annotateStart := time.Now()
+	for range b.N {
+		annotateAll(b, m, bags, workers)
+	}
+	annotateRate := float64(b.N*len(bags)) / time.Since(annotateStart).Seconds()
+
+	// The pipeline.
+	topics := stream.DefaultTopics()
+	br, err := broker.Start(broker.Options{Partitions: 4, Topics: topics.All()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	brokers := br.Addrs()
+	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
+	if err != nil {
+		addr, stop, err := featurestore.StartEmbedded()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stop()
+		if rdb, err = featurestore.Connect(context.Background(), featurestore.Options{Addr: addr}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer rdb.Close()
+	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	reg := featurestore.NewRegistry(rdb, prefix+":models")
+	defer func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	}()
+	meta, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := reg.Promote(context.Background(), meta.Version); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := stream.NewAnnotator(stream.AnnotatorConfig{Brokers: brokers, GroupID: "bench", Topics: topics, Name: "bench",
+		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
+		BatchSize: 128, BatchWait: 5 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	defer wg.Wait()
+	defer cancel()
+
+	arrivals := make(chan arrival, 4096)
+	go func() {
+		_ = stream.Tail(ctx, brokers, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
+			now := time.Now()
+			var ann stream.AnnotationMessage
+			if err := json.Unmarshal(m.Value, &ann); err != nil {
+				return err
+			}
+			var lat time.Duration
+			if ann.IngestedAt != nil {
+				lat = now.Sub(*ann.IngestedAt)
+			}
+			arrivals <- arrival{id: ann.BagID, latency: lat}
+			return nil
+		})
+	}()
+	pub, err := stream.NewPublisher(stream.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pub.Close()
+	// Warm up: the consumer group forms and the first batch is served.
+	runPass(b, ctx, pub, ds, "warm", arrivals, 0)
+
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		runPass(b, ctx, pub, ds, fmt.Sprintf("t%d", i), arrivals, 0)
+	}
+	e2eRate := float64(b.N*len(ds.Bags)) / time.Since(start).Seconds()
+	b.StopTimer()
+
+	// Latency at half the measured throughput, where queueing is not the
+	// whole story.
+	var lats []time.Duration
+	for i := range b.N {
+		lats = append(lats, runPass(b, ctx, pub, ds, fmt.Sprintf("l%d", i), arrivals, e2eRate/2)...)
+	}
+	slices.Sort(lats)
+	q := func(p float64) float64 {
+		return float64(lats[min(len(lats)-1, int(p*float64(len(lats))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(e2eRate, "e2e_bags/s")
+	b.ReportMetric(annotateRate, "annotate_bags/s")
+	b.ReportMetric(e2eRate/annotateRate, "e2e/annotate")
+	b.ReportMetric(q(0.5), "p50_ms")
+	b.ReportMetric(q(0.99), "p99_ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+type arrival struct {
+	id      string
+	latency time.Duration
+}
+
+// runPass publishes every bag of ds under ids tagged with pass (at rate
+// bags/s, or as fast as acknowledged when rate is 0) and waits for all of
+// their annotations; it returns their latencies.
+func runPass(b *testing.B, ctx context.Context, pub *stream.Publisher, ds *mil.Dataset, pass string, arrivals <-chan arrival, rate float64) []time.Duration {
+	bags := make([]mil.Bag, len(ds.Bags))
+	want := map[string]bool{}
+	for i, bag := range ds.Bags {
+		bag.ID = pass + "/" + bag.ID
+		bags[i] = bag
+		want[bag.ID] = true
+	}
+	errc := make(chan error, 1)
+	go func() {
+		const chunk = 32
+		start := time.Now()
+		for i := 0; i < len(bags); i += chunk {
+			j := min(i+chunk, len(bags))
+			if _, err := pub.PublishDataset(ctx, ds, bags[i:j]); err != nil {
+				errc <- err
+				return
+			}
+			if rate > 0 {
+				time.Sleep(time.Until(start.Add(time.Duration(float64(j) / rate * float64(time.Second)))))
+			}
+		}
+		errc <- nil
+	}()
+	var lats []time.Duration
+	timeout := time.After(5 * time.Minute)
+	for len(want) > 0 {
+		select {
+		case a := <-arrivals:
+			if want[a.id] {
+				delete(want, a.id)
+				lats = append(lats, a.latency)
+			}
+		case err := <-errc:
+			if err != nil {
+				b.Fatal(err)
+			}
+			errc = nil
+		case <-timeout:
+			b.Fatalf("pass %s: %d bags not annotated", pass, len(want))
+		}
+	}
+	return lats
+}
+
+// benchBags returns the bags as the annotator sees them: with labels (for
+// transductive annotation) on the same half that ingest keeps labeled.
+func benchBags(ds *mil.Dataset) []mil.Bag {
+	p, _ := stream.NewPublisher(stream.PublisherConfig{Brokers: []string{"unused:0"}, Topics: stream.DefaultTopics(), LabelFraction: 0.5, Seed: 1})
+	defer p.Close()
+	out := make([]mil.Bag, len(ds.Bags))
+	for i, b := range ds.Bags {
+		if !p.KeepLabels(b.ID) {
+			b.Labels = nil
+		}
+		b.InstanceLabels = nil
+		out[i] = b
+	}
+	return out
+}
+
+func annotateAll(b *testing.B, m models.Model, bags []mil.Bag, workers int) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				mode := models.Inductive
+				if bags[i].Labeled() {
+					mode = models.Transductive
+				}
+				if _, err := m.Annotate(context.Background(), &bags[i], mode); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	for i := range bags {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
