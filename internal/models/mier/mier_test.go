@@ -299,3 +299,33 @@ func TestKNNScores(t *testing.T) {
 		t.Errorf("vote fraction %v, want about 2/3", s[0])
 	}
 }
+
+// TestFullRankSharedIsRotation: with r = d the shared W is orthogonal, so
+// y = Wᵀx preserves Euclidean distances and the 3-NN answers must equal
+// those on the holistic vectors themselves (mode none). This pins down
+// that any gain or loss of the projection comes from dropping dimensions.
+func TestFullRankSharedIsRotation(t *testing.T) {
+	ds := synthetic(8, 90, 5, 4)
+	train, test := split(ds, 70)
+	fit := func(p models.Params) models.Model {
+		m, err := Fit(context.Background(), train, models.FitOptions{Seed: 2, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	rot := fit(models.Params{"mode": "shared", "classifier": "knn", "r": "4"})
+	raw := fit(models.Params{"mode": "none", "classifier": "knn"})
+	for i := range test {
+		a, _ := rot.Annotate(context.Background(), &test[i], models.Inductive)
+		b, _ := raw.Annotate(context.Background(), &test[i], models.Inductive)
+		if !reflect.DeepEqual(a.BagLabels, b.BagLabels) {
+			t.Fatalf("bag %d: labels %v after rotation, %v without", i, a.BagLabels, b.BagLabels)
+		}
+		for c := range a.BagScores {
+			if math.Abs(a.BagScores[c]-b.BagScores[c]) > 1e-9 {
+				t.Fatalf("bag %d: scores %v vs %v", i, a.BagScores, b.BagScores)
+			}
+		}
+	}
+}
