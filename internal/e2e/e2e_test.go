@@ -371,3 +371,54 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 	}
 	return time.Since(start)
 }
+
+// TestSIGTERMDrainsAndCommits stops an annotator process with SIGTERM in the
+// middle of a stream: it must exit cleanly, and since it committed what it
+// output, its successor re-annotates nothing and misses nothing.
+func TestSIGTERMDrainsAndCommits(t *testing.T) {
+	e := newEnv(t)
+	ds, blob := mscv2Model(t)
+	e.promote(blob)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := e.tail(ctx)
+	first := e.startAnnotator("first", annotatorOpts{})
+	pub := e.publisher(0.5)
+	published := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(ds.Bags); i += 20 {
+			if _, err := pub.PublishDataset(ctx, ds, ds.Bags[i:min(i+20, len(ds.Bags))]); err != nil {
+				published <- err
+				return
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+		published <- nil
+	}()
+	out.waitIDs(t, len(ds.Bags)/3, 60*time.Second)
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.done:
+		if first.err != nil {
+			t.Fatalf("annotator exited with %v after SIGTERM", first.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("annotator did not exit after SIGTERM")
+	}
+	if !strings.Contains(first.logText(), "drained") {
+		t.Errorf("annotator log does not report draining")
+	}
+	stoppedAt, _, _ := out.counts()
+	e.startAnnotator("second", annotatorOpts{})
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	out.waitIDs(t, len(ds.Bags), 90*time.Second)
+	ids, total, dead := out.counts()
+	t.Logf("stopped after %d bags; %d bags annotated, %d annotations, %d dead letters", stoppedAt, ids, total, dead)
+	if total != ids || dead != 0 {
+		t.Errorf("%d duplicate annotations after a graceful stop, %d dead letters; want 0 and 0", total-ids, dead)
+	}
+}

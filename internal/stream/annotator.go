@@ -373,9 +373,10 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.W
 	}
 	a.rate.Add(now, len(batch))
 	if err := r.CommitMessages(ctx, batch...); err != nil {
-		// The outputs are out; a failed commit only means redelivery, and
-		// the keyed outputs make that idempotent.
-		return fmt.Errorf("commit: %w", err)
+		// The outputs are out; a failed commit (a rebalance moved the
+		// partition, say) only means redelivery, which the keyed outputs
+		// make idempotent. Not a reason to stop serving.
+		a.cfg.Obs.Logger.Warn("commit failed; the batch may be redelivered", "err", err, "bags", len(batch))
 	}
 	return nil
 }
