@@ -161,19 +161,34 @@ func runPass(b *testing.B, ctx context.Context, pub *stream.Publisher, ds *mil.D
 	}
 	errc := make(chan error, 1)
 	go func() {
-		const chunk = 32
-		start := time.Now()
-		for i := 0; i < len(bags); i += chunk {
-			j := min(i+chunk, len(bags))
-			if _, err := pub.PublishDataset(ctx, ds, bags[i:j]); err != nil {
-				errc <- err
-				return
-			}
-			if rate > 0 {
-				time.Sleep(time.Until(start.Add(time.Duration(float64(j) / rate * float64(time.Second)))))
-			}
+		// Saturating passes publish from several clients at once, as a
+		// fleet of ingest instances would; paced passes from one.
+		const chunk = 64
+		clients := 4
+		if rate > 0 {
+			clients = 1
 		}
-		errc <- nil
+		start := time.Now()
+		var wg sync.WaitGroup
+		var once sync.Once
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := c * chunk; i < len(bags); i += clients * chunk {
+					j := min(i+chunk, len(bags))
+					if _, err := pub.PublishDataset(ctx, ds, bags[i:j]); err != nil {
+						once.Do(func() { errc <- err })
+						return
+					}
+					if rate > 0 {
+						time.Sleep(time.Until(start.Add(time.Duration(float64(j) / rate * float64(time.Second)))))
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		once.Do(func() { errc <- nil })
 	}()
 	var lats []time.Duration
 	timeout := time.After(5 * time.Minute)
