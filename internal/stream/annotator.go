@@ -97,9 +97,9 @@ type Annotator struct {
 	tracer    trace.Tracer
 	model     atomic.Pointer[servedModel]
 	consuming atomic.Bool
-	reader    atomic.Pointer[kafka.Reader]
 	m         annotatorMetrics
 	rate      *rateMeter
+	lag       *lagTracker
 }
 
 type annotatorMetrics struct {
@@ -123,7 +123,7 @@ func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(instrumentation), rate: newRateMeter(10 * time.Second)}
+	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(instrumentation), rate: newRateMeter(10 * time.Second), lag: newLagTracker(30 * time.Second)}
 	if cfg.Cache != nil {
 		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second}
 	}
@@ -164,8 +164,8 @@ func (a *Annotator) initMetrics() error {
 			n, _ := strconv.ParseInt(strings.TrimPrefix(s.meta.Version, "v"), 10, 64)
 			o.ObserveInt64(version, n, metric.WithAttributes(attribute.String("version", s.meta.Version), attribute.String("kind", s.meta.Kind)))
 		}
-		if r := a.reader.Load(); r != nil {
-			o.ObserveInt64(lag, r.Lag())
+		if n, ok := a.lag.Total(time.Now()); ok {
+			o.ObserveInt64(lag, n)
 		}
 		return nil
 	}, rate, version, lag)
@@ -242,7 +242,6 @@ func (a *Annotator) Run(ctx context.Context) error {
 		ReadBackoffMin:    10 * time.Millisecond,
 		ReadBackoffMax:    100 * time.Millisecond,
 	})
-	a.reader.Store(r)
 	w := NewWriter(a.cfg.Brokers)
 	defer func() {
 		a.consuming.Store(false)
@@ -372,6 +371,9 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.W
 		}
 	}
 	a.rate.Add(now, len(batch))
+	for _, m := range batch {
+		a.lag.Observe(m.Partition, m.HighWaterMark-m.Offset-1, now)
+	}
 	if err := r.CommitMessages(ctx, batch...); err != nil {
 		// The outputs are out; a failed commit (a rebalance moved the
 		// partition, say) only means redelivery, which the keyed outputs
