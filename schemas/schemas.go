@@ -18,6 +18,9 @@ const Version = 1
 //go:embed *.schema.json
 var files embed.FS
 
+// baseURL is the common prefix of the schemas' $id.
+const baseURL = "https://mimlstream.dev/schemas/"
+
 // Names of the embedded schema files.
 const (
 	BagFile        = "bag.schema.json"
@@ -50,10 +53,13 @@ func Compile() (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
 		}
-		if err := c.AddResource(name, doc); err != nil {
+		// Registered under their $id base, so errors name the published
+		// schema rather than a path in the working directory.
+		url := baseURL + name
+		if err := c.AddResource(url, doc); err != nil {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
 		}
-		s, err := c.Compile(name)
+		s, err := c.Compile(url)
 		if err != nil {
 			return nil, fmt.Errorf("compile schema %s: %w", name, err)
 		}

@@ -48,6 +48,9 @@ type AnnotatorConfig struct {
 	PollInterval time.Duration
 	// MaxMessageBytes dead-letters larger messages; <= 0 means no limit.
 	MaxMessageBytes int
+	// MaxOutputBytes bounds an annotation message (the broker's message
+	// size limit, 1 MiB by default in Kafka, less some headroom).
+	MaxOutputBytes int
 	// DrainTimeout bounds the work after shutdown is requested: finishing,
 	// writing and committing the batch in flight.
 	DrainTimeout time.Duration
@@ -70,6 +73,9 @@ func (c *AnnotatorConfig) defaults() {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 5 * time.Second
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = 1<<20 - 16<<10
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 15 * time.Second
@@ -426,10 +432,21 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			AnnotatedAt: time.Now().UTC(), Annotator: a.cfg.Name,
 		}
 		value, err = json.Marshal(out)
-		if err != nil {
+		if err == nil && len(value) > a.cfg.MaxOutputBytes && out.InstanceScores != nil {
+			// The per-instance scores of a very large bag would make an
+			// annotation the broker refuses; the labels still fit.
+			out.InstanceScores = nil
+			value, err = json.Marshal(out)
+			span.AddEvent("instance scores dropped: annotation too large")
+		}
+		switch {
+		case err != nil:
 			// Scores that JSON cannot carry (NaN) are a model fault.
 			o.dead, o.reason, topic = true, ReasonModelError, a.cfg.Topics.DeadLetter
 			value = a.deadLetter(in, ReasonModelError, fmt.Errorf("encode annotation: %w", err))
+		case len(value) > a.cfg.MaxOutputBytes:
+			o.dead, o.reason, topic = true, ReasonOversize, a.cfg.Topics.DeadLetter
+			value = a.deadLetter(in, ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), a.cfg.MaxOutputBytes))
 		}
 	}
 	pctx, produce := a.tracer.Start(ctx, "produce", trace.WithSpanKind(trace.SpanKindProducer),

@@ -2,11 +2,14 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -83,3 +86,81 @@ func TestCachedMapperMatchesDirectAnnotation(t *testing.T) {
 		t.Errorf("%d calls to a down cache, want 1 before the breaker opens", fail.calls)
 	}
 }
+
+// TestOutputSizeLimit checks that an annotation too large for the broker
+// loses its instance scores first, and is dead-lettered as oversize only
+// when even the labels do not fit.
+func TestOutputSizeLimit(t *testing.T) {
+	ds := smallDataset(3)
+	m, err := streamtest.CentroidKind().Fit(context.Background(), ds, models.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ := models.Encode(m)
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	sm, err := decodeServed(kinds, blob, featurestore.VersionMeta{Version: "v1", Kind: streamtest.KindName, Classes: ds.Classes, Dim: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(NewBagMessage(&ds.Bags[0], "toy", 2, ds.Classes, false))
+	msg := kafka.Message{Topic: "bags", Key: []byte(ds.Bags[0].ID), Value: raw}
+	run := func(limit int) output {
+		a, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: DefaultTopics(), Kinds: kinds, Store: nil2store{}, MaxOutputBytes: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := a.process(context.Background(), sm, msg)
+		o.produce.End()
+		o.span.End()
+		return o
+	}
+	full := run(1 << 20)
+	var ann AnnotationMessage
+	if err := json.Unmarshal(full.msg.Value, &ann); err != nil || ann.InstanceScores == nil {
+		t.Fatalf("full annotation %s: %v", full.msg.Value, err)
+	}
+	ann.InstanceScores = nil
+	labelsOnly, _ := json.Marshal(ann)
+	cases := []struct {
+		limit      int
+		dead       bool
+		withScores bool
+	}{
+		{len(full.msg.Value) + 100, false, true},
+		// The timestamp and latency vary by a few bytes between runs; the
+		// scores are hundreds of bytes.
+		{len(full.msg.Value) - 30, false, false},
+		{len(labelsOnly) - 50, true, false},
+	}
+	for _, c := range cases {
+		o := run(c.limit)
+		if o.dead != c.dead {
+			t.Errorf("limit %d: dead %v, want %v", c.limit, o.dead, c.dead)
+			continue
+		}
+		if c.dead {
+			var d DeadLetter
+			if err := json.Unmarshal(o.msg.Value, &d); err != nil || d.Reason != ReasonOversize || o.msg.Topic != DefaultTopics().DeadLetter {
+				t.Errorf("limit %d: dead letter %+v %v", c.limit, d, err)
+			}
+			continue
+		}
+		var got AnnotationMessage
+		if err := json.Unmarshal(o.msg.Value, &got); err != nil {
+			t.Fatal(err)
+		}
+		if (got.InstanceScores != nil) != c.withScores || got.InstanceLabels == nil || len(o.msg.Value) > c.limit {
+			t.Errorf("limit %d: %d bytes, scores %v, labels %v", c.limit, len(o.msg.Value), got.InstanceScores != nil, got.InstanceLabels)
+		}
+	}
+}
+
+// nil2store is a model store that is never asked (the test drives process
+// directly).
+type nil2store struct{}
+
+func (nil2store) Current(context.Context) ([]byte, featurestore.VersionMeta, error) {
+	return nil, featurestore.VersionMeta{}, errors.New("unused")
+}
+
+func (nil2store) Subscribe(context.Context) (<-chan string, error) { return nil, errors.New("unused") }
