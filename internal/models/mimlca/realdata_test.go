@@ -12,6 +12,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/mlca"
+	"github.com/mimlstream/mimlstream/internal/models/orlr"
 )
 
 // reproEnv gates the evaluations on real data: they take minutes on a
@@ -57,6 +58,9 @@ func TestMSCV2InstanceAccuracy(t *testing.T) {
 		{"mimlca-rbf-alpha", Kind(), models.Params{"kernel": "rbf", "rule": "alpha"}},
 		{"mlca", mlca.Kind(), models.Params{}},
 		{"mlca-alpha", mlca.Kind(), models.Params{"rule": "alpha"}},
+		{"mlca-rbf", mlca.Kind(), models.Params{"kernel": "rbf"}},
+		// ORed-LR in the same run, for the training-time comparison.
+		{"orlr", orlr.Kind(), models.Params{}},
 	} {
 		for _, mode := range []models.Mode{models.Inductive, models.Transductive} {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
