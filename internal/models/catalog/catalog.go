@@ -6,7 +6,11 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
 	"github.com/mimlstream/mimlstream/internal/models/mier"
+	"github.com/mimlstream/mimlstream/internal/models/mimlca"
+	"github.com/mimlstream/mimlstream/internal/models/misvm"
+	"github.com/mimlstream/mimlstream/internal/models/mlca"
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
+	"github.com/mimlstream/mimlstream/internal/models/symil"
 )
 
 // New returns a registry of all model kinds.
@@ -15,6 +19,11 @@ func New() *models.Registry {
 		orlr.Kind(),
 		baseline.SLRKind(),
 		baseline.DummyKind(),
+		mimlca.Kind(),
+		mlca.Kind(),
+		symil.Kind(),
+		misvm.MISVMKind(),
+		misvm.MiSVMKind(),
 		mier.Kind(),
 	)
 }
