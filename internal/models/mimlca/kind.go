@@ -34,6 +34,7 @@ func Kind() models.Kind {
 type Options struct {
 	Iters    int
 	Restarts int
+	Capacity int
 	// Assign selects the space of the adapted k-means for a kernel model:
 	// "input" (U from the centred input X) or "kernel" (U from Φ, K K† in
 	// the paper). See doc.go for why "input" is the default.
@@ -48,6 +49,12 @@ func parseOptions(p models.Params) (Options, error) {
 	}
 	if o.Restarts, err = p.Int("restarts", 10); err != nil {
 		return o, err
+	}
+	if o.Capacity, err = p.Int("capacity", 1); err != nil {
+		return o, err
+	}
+	if o.Capacity < 1 {
+		return o, fmt.Errorf("param capacity=%d must be >= 1", o.Capacity)
 	}
 	o.Assign = p.String("assign", "input")
 	if o.Assign != "input" && o.Assign != "kernel" {
@@ -128,7 +135,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 	}
 	u := wh.Project(space)
 	progress(1)
-	res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Iters: o.Iters, Restarts: o.Restarts, Workers: opt.Workers}, rng)
+	res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Capacity: o.Capacity, Iters: o.Iters, Restarts: o.Restarts, Workers: opt.Workers}, rng)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}

@@ -34,7 +34,13 @@ type Result struct {
 
 // KMeansOptions control the adapted k-means.
 type KMeansOptions struct {
-	K        int
+	K int
+	// Capacity is the number of instances of a bag one candidate label may
+	// take: 1 in the paper (eq. 2, "at most one instance of the bag to the
+	// category"); larger values replicate each label column of the
+	// assignment problem, for data where a label covers several instances.
+	// <= 0 means 1.
+	Capacity int
 	Iters    int // maximum iterations per restart
 	Restarts int // random initializations; the lowest objective wins
 	Workers  int // <= 0: all cores
@@ -71,11 +77,12 @@ func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOpti
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	capacity := max(opt.Capacity, 1)
 	best := Result{Objective: math.Inf(1)}
 	z := mat.NewDense(opt.K, s, nil)
 	bagCost := make([]float64, len(bags))
 	for r := 0; r < max(opt.Restarts, 1); r++ {
-		h := randomAssignment(n, bags, rng)
+		h := randomAssignment(n, bags, capacity, rng)
 		var trace []float64
 		iters := 0
 		for iters < max(opt.Iters, 1) {
@@ -83,7 +90,7 @@ func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOpti
 				return Result{}, err
 			}
 			centroids(u, h, z)
-			changed, err := assignAll(u, z, bags, h, bagCost, workers)
+			changed, err := assignAll(u, z, bags, h, bagCost, capacity, workers)
 			if err != nil {
 				return Result{}, err
 			}
@@ -105,17 +112,19 @@ func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOpti
 }
 
 // randomAssignment draws H uniformly among the maximal matchings of each bag:
-// p_i random instances paired with p_i random candidate labels.
-func randomAssignment(n int, bags []Bag, rng *rand.Rand) []int {
+// p_i = min(n_i, capacity·|y_i|) random instances paired with random slots
+// (labels replicated capacity times).
+func randomAssignment(n int, bags []Bag, capacity int, rng *rand.Rand) []int {
 	h := make([]int, n)
 	for j := range h {
 		h[j] = -1
 	}
 	for _, b := range bags {
+		slots := len(b.Labels) * min(capacity, b.N)
 		inst := rng.Perm(b.N)
-		lab := rng.Perm(len(b.Labels))
-		for t := 0; t < min(b.N, len(b.Labels)); t++ {
-			h[b.Start+inst[t]] = b.Labels[lab[t]]
+		lab := rng.Perm(slots)
+		for t := 0; t < min(b.N, slots); t++ {
+			h[b.Start+inst[t]] = b.Labels[lab[t]%len(b.Labels)]
 		}
 	}
 	return h
@@ -149,7 +158,7 @@ func centroids(u *mat.Dense, h []int, z *mat.Dense) {
 
 // assignAll solves eq. 13 for every bag, updating h in place, and reports
 // whether any assignment changed.
-func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, workers int) (bool, error) {
+func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity, workers int) (bool, error) {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -165,7 +174,7 @@ func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, workers 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ch, err := assignRange(u, z, bags[lo:hi], h, bagCost[lo:hi])
+			ch, err := assignRange(u, z, bags[lo:hi], h, bagCost[lo:hi], capacity)
 			mu.Lock()
 			defer mu.Unlock()
 			changed = changed || ch
@@ -178,7 +187,7 @@ func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, workers 
 	return changed, firstErr
 }
 
-func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64) (bool, error) {
+func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity int) (bool, error) {
 	changed := false
 	var cost []float64
 	for i, b := range bags {
@@ -186,14 +195,17 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64) (bool,
 		if b.N == 0 || len(b.Labels) == 0 {
 			continue
 		}
+		// Columns: each label replicated capacity times (column t is label
+		// t mod |y_i|); a label never needs more copies than instances.
+		cols := len(b.Labels) * min(capacity, b.N)
 		cost = cost[:0]
 		for j := 0; j < b.N; j++ {
 			row := u.RawRowView(b.Start + j)
-			for _, c := range b.Labels {
-				cost = append(cost, sqDist(row, z.RawRowView(c)))
+			for t := 0; t < cols; t++ {
+				cost = append(cost, sqDist(row, z.RawRowView(b.Labels[t%len(b.Labels)])))
 			}
 		}
-		rowToCol, total, err := assign.Solve(cost, b.N, len(b.Labels))
+		rowToCol, total, err := assign.Solve(cost, b.N, cols)
 		if err != nil {
 			return changed, fmt.Errorf("mimlca: bag at row %d: %w", b.Start, err)
 		}
@@ -201,7 +213,7 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64) (bool,
 		for j, col := range rowToCol {
 			c := -1
 			if col >= 0 {
-				c = b.Labels[col]
+				c = b.Labels[col%len(b.Labels)]
 			}
 			if h[b.Start+j] != c {
 				h[b.Start+j] = c

@@ -2,6 +2,7 @@ package mimlca
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -26,26 +27,25 @@ var small = synth.MIML{Bags: 150, Dim: 8, Classes: 5, MaxLabels: 3, MaxPerLabel:
 // checkConsistency verifies H ∈ Q^V (eq. 2): in each bag every label is used
 // at most once, only candidate labels are used, and exactly
 // p_i = min(n_i, |y_i|) instances are assigned.
-func checkConsistency(t *testing.T, ds *mil.Dataset, assigned []int) {
+func checkConsistency(t *testing.T, ds *mil.Dataset, assigned []int, capacity int) {
 	t.Helper()
 	j := 0
 	for _, b := range ds.Bags {
-		used := map[int]bool{}
+		used := map[int]int{}
 		cnt := 0
 		for range b.Instances {
 			if c := assigned[j]; c >= 0 {
 				if !b.HasLabel(c) {
 					t.Fatalf("bag %s: instance assigned to non-candidate %d", b.ID, c)
 				}
-				if used[c] {
-					t.Fatalf("bag %s: label %d assigned twice", b.ID, c)
+				if used[c]++; used[c] > capacity {
+					t.Fatalf("bag %s: label %d assigned %d times, capacity %d", b.ID, c, used[c], capacity)
 				}
-				used[c] = true
 				cnt++
 			}
 			j++
 		}
-		if want := min(len(b.Instances), len(b.Labels)); cnt != want {
+		if want := min(len(b.Instances), capacity*len(b.Labels)); cnt != want {
 			t.Fatalf("bag %s: %d instances assigned, want p_i = %d", b.ID, cnt, want)
 		}
 	}
@@ -53,12 +53,17 @@ func checkConsistency(t *testing.T, ds *mil.Dataset, assigned []int) {
 
 func TestAdaptedKMeansMonotoneAndConsistent(t *testing.T) {
 	ds := synthData(t, small, 1)
-	for _, kernel := range []string{"linear", "rbf"} {
-		_, res, err := Fit(context.Background(), ds, models.FitOptions{Seed: 3, Params: models.Params{"kernel": kernel, "landmarks": "100", "restarts": "4"}})
+	for _, tc := range []struct {
+		kernel   string
+		capacity int
+	}{{"linear", 1}, {"rbf", 1}, {"linear", 2}, {"linear", 100}} {
+		kernel := tc.kernel
+		_, res, err := Fit(context.Background(), ds, models.FitOptions{Seed: 3, Params: models.Params{
+			"kernel": kernel, "landmarks": "100", "restarts": "4", "capacity": fmt.Sprint(tc.capacity)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkConsistency(t, ds, res.Assigned)
+		checkConsistency(t, ds, res.Assigned, tc.capacity)
 		for i := 1; i < len(res.Trace); i++ {
 			if res.Trace[i] > res.Trace[i-1]*(1+1e-12) {
 				t.Fatalf("%s: objective rose at iteration %d: %v", kernel, i, res.Trace)

@@ -56,6 +56,8 @@ func TestMSCV2InstanceAccuracy(t *testing.T) {
 		{"mimlca-euclidean", Kind(), models.Params{"metric": "euclidean"}},
 		{"mimlca-rbf", Kind(), models.Params{"kernel": "rbf"}},
 		{"mimlca-rbf-alpha", Kind(), models.Params{"kernel": "rbf", "rule": "alpha"}},
+		{"mimlca-cap", Kind(), models.Params{"capacity": "100"}},
+		{"mimlca-rbf-cap", Kind(), models.Params{"kernel": "rbf", "capacity": "100"}},
 		{"mlca", mlca.Kind(), models.Params{}},
 		{"mlca-alpha", mlca.Kind(), models.Params{"rule": "alpha"}},
 		{"mlca-rbf", mlca.Kind(), models.Params{"kernel": "rbf"}},
@@ -87,6 +89,9 @@ func TestZhouSceneBagMetrics(t *testing.T) {
 		{"euclidean-min", models.Params{"metric": "euclidean"}},
 		{"learned-max", models.Params{"hausdorff": "max"}},
 		{"euclidean-max", models.Params{"metric": "euclidean", "hausdorff": "max"}},
+		{"learned-min-cap3", models.Params{"capacity": "3"}},
+		{"learned-min-cap9", models.Params{"capacity": "9"}},
+		{"learned-max-cap9", models.Params{"capacity": "9", "hausdorff": "max"}},
 		{"rbf-min", models.Params{"kernel": "rbf", "landmarks": "300"}},
 		{"rbf-max", models.Params{"kernel": "rbf", "landmarks": "300", "hausdorff": "max"}},
 	} {
