@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/metrics"
@@ -71,6 +73,9 @@ type Retrainer struct {
 	fresh   int
 	offsets map[int]int64 // next offset per partition, for provenance
 	last    []RefitResult
+
+	refits  metric.Int64Counter
+	fitTime metric.Float64Histogram
 }
 
 type windowBag struct {
@@ -114,7 +119,44 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 		return nil, errors.New("retrainer: set a refit count (Every) or a schedule (Interval)")
 	}
 	cfg.Obs = cfg.Obs.withDefaults()
-	return &Retrainer{cfg: cfg, bags: map[string]windowBag{}, offsets: map[int]int64{}}, nil
+	r := &Retrainer{cfg: cfg, bags: map[string]windowBag{}, offsets: map[int]int64{}}
+	if err := r.initMetrics(); err != nil {
+		return nil, fmt.Errorf("retrainer metrics: %w", err)
+	}
+	return r, nil
+}
+
+func (r *Retrainer) initMetrics() error {
+	mt := r.cfg.Obs.Meter.Meter(instrumentation)
+	var errs []error
+	var err error
+	r.refits, err = mt.Int64Counter("mimlstream.retrainer.refits", metric.WithDescription("Refits, by outcome (promoted or not)."))
+	errs = append(errs, err)
+	r.fitTime, err = mt.Float64Histogram("mimlstream.retrainer.fit_duration", metric.WithDescription("Time to fit a candidate."), metric.WithUnit("s"))
+	errs = append(errs, err)
+	window, err := mt.Int64ObservableGauge("mimlstream.retrainer.window_bags", metric.WithDescription("Bags in the training window."))
+	errs = append(errs, err)
+	loss, err := mt.Float64ObservableGauge("mimlstream.retrainer.heldout_hamming_loss", metric.WithDescription("Held-out Hamming loss of the last candidate and of the model it was compared with."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(window, int64(r.Len()))
+		res := r.Results()
+		if len(res) == 0 {
+			return nil
+		}
+		last := res[len(res)-1]
+		if v, ok := last.Candidate[metrics.HammingLoss]; ok {
+			o.ObserveFloat64(loss, v, metric.WithAttributes(attribute.String("model", "candidate"), attribute.String("version", last.Version)))
+		}
+		if v, ok := last.Current[metrics.HammingLoss]; ok {
+			o.ObserveFloat64(loss, v, metric.WithAttributes(attribute.String("model", "current")))
+		}
+		return nil
+	}, window, loss)
+	return err
 }
 
 // Len returns the number of bags in the window.
@@ -426,6 +468,8 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	r.mu.Lock()
 	r.last = append(r.last, res)
 	r.mu.Unlock()
+	r.refits.Add(ctx, 1, metric.WithAttributes(attribute.Bool("promoted", res.Promoted)))
+	r.fitTime.Record(ctx, res.FitTime.Seconds())
 	return res, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/metrics"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/telemetry"
 )
 
 func TestHeldOutIsStableAndProportional(t *testing.T) {
@@ -70,7 +73,8 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := h.retrainer(nil)
+	prov, _ := telemetry.NewTestProviders()
+	r := h.retrainer(func(c *RetrainerConfig) { c.Obs.Meter = prov.Meter })
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
@@ -90,6 +94,13 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	}
 	if _, ok := meta.Metrics["heldout_"+metrics.HammingLoss]; !ok || meta.TrainingWindow == "" {
 		t.Errorf("version metadata lacks metrics or window: %+v", meta)
+	}
+	rr := httptest.NewRecorder()
+	prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`promoted="true"} 2`, "mimlstream_retrainer_window_bags", "mimlstream_retrainer_heldout_hamming_loss"} {
+		if !strings.Contains(rr.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	rcancel()
 	if err := <-done; err != nil {
