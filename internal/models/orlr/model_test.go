@@ -451,3 +451,36 @@ func TestToleranceStopsEarly(t *testing.T) {
 		t.Errorf("stopped while the gain %v was above tol", last-prev)
 	}
 }
+
+func TestParseConfigDefaults(t *testing.T) {
+	tests := []struct {
+		params models.Params
+		mstep  string
+		msteps int
+		kernel string
+	}{
+		{models.Params{}, MStepGD, 30, KernelLinear},
+		{models.Params{"kernel": "rbf"}, MStepLBFGS, 20, KernelRBF},
+		{models.Params{"kernel": "rbf", "mstep": "gd"}, MStepGD, 30, KernelRBF},
+		{models.Params{"mstep": "lbfgs"}, MStepLBFGS, 20, KernelLinear},
+		{models.Params{"mstep": "lbfgs", "msteps": "7"}, MStepLBFGS, 7, KernelLinear},
+	}
+	for _, tc := range tests {
+		c, err := ParseConfig(tc.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MStep != tc.mstep || c.MSteps != tc.msteps || c.Kernel != tc.kernel {
+			t.Errorf("%v: mstep %s × %d, kernel %s", tc.params, c.MStep, c.MSteps, c.Kernel)
+		}
+		back, err := ParseConfig(c.Params())
+		if err != nil || back != c {
+			t.Errorf("%v: Params() does not round-trip: %+v vs %+v (%v)", tc.params, back, c, err)
+		}
+	}
+	for _, bad := range []models.Params{{"l2": "-1"}, {"subset": "0"}, {"prune": "1"}, {"dict_frac": "1.5"}, {"kernel": "poly"}, {"iters": "x"}, {"mstep": "newton"}} {
+		if _, err := ParseConfig(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
