@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/mimlstream/mimlstream/internal/telemetry"
 	"github.com/mimlstream/mimlstream/schemas"
 )
 
@@ -32,7 +33,7 @@ func (o Observability) withDefaults() Observability {
 		o.Meter = noopmetric.NewMeterProvider()
 	}
 	if o.Propagator == nil {
-		o.Propagator = propagation.TraceContext{}
+		o.Propagator = telemetry.Propagator()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -42,36 +43,6 @@ func (o Observability) withDefaults() Observability {
 
 const instrumentation = "github.com/mimlstream/mimlstream/internal/stream"
 
-// headerCarrier adapts Kafka headers to the OTel propagation API.
-type headerCarrier struct{ h *[]kafka.Header }
-
-func (c headerCarrier) Get(key string) string {
-	for _, h := range *c.h {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
-func (c headerCarrier) Set(key, value string) {
-	for i, h := range *c.h {
-		if h.Key == key {
-			(*c.h)[i].Value = []byte(value)
-			return
-		}
-	}
-	*c.h = append(*c.h, kafka.Header{Key: key, Value: []byte(value)})
-}
-
-func (c headerCarrier) Keys() []string {
-	keys := make([]string, len(*c.h))
-	for i, h := range *c.h {
-		keys[i] = h.Key
-	}
-	return keys
-}
-
 // messageHeaders returns the headers of an outgoing message: the trace
 // context of ctx and the schema version.
 func messageHeaders(ctx context.Context, p propagation.TextMapPropagator) []kafka.Header {
@@ -79,16 +50,11 @@ func messageHeaders(ctx context.Context, p propagation.TextMapPropagator) []kafk
 		{Key: HeaderSchemaVersion, Value: []byte(strconv.Itoa(schemas.Version))},
 		{Key: HeaderContentType, Value: []byte("application/json")},
 	}
-	p.Inject(ctx, headerCarrier{&h})
+	telemetry.Inject(ctx, p, &h)
 	return h
 }
 
 // extractContext returns ctx carrying the remote span context of a message.
 func extractContext(ctx context.Context, p propagation.TextMapPropagator, h []kafka.Header) context.Context {
-	return p.Extract(ctx, headerCarrier{&h})
-}
-
-// headerValue returns the value of a header, or "".
-func headerValue(h []kafka.Header, key string) string {
-	return headerCarrier{&h}.Get(key)
+	return telemetry.Extract(ctx, p, h)
 }

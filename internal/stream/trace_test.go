@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -44,6 +45,24 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 		if !strings.Contains(rr.Body.String(), name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+	// Every output carries the schema version and a trace context.
+	var headers []kafka.Header
+	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = Tail(tctx, h.brokers, h.topics.Annotations, "headers", func(m kafka.Message) error {
+		headers = m.Headers
+		return ErrStop
+	})
+	tcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hv := map[string]string{}
+	for _, x := range headers {
+		hv[x.Key] = string(x.Value)
+	}
+	if hv[HeaderSchemaVersion] != "1" || !strings.HasPrefix(hv["traceparent"], "00-") {
+		t.Errorf("output headers %v lack the schema version or the trace context", hv)
 	}
 	cancel()
 	if err := <-done; err != nil {
