@@ -40,6 +40,10 @@
 //	iters=50                  maximum adapted k-means iterations per restart
 //	restarts=10               random initializations of H; lowest eq. 12 wins
 //	assign=input|kernel       space of the adapted k-means for kernel models
+//	capacity=1                instances of a bag one candidate label may take
+//	                          (1 = eq. 2 of the paper; larger values replicate
+//	                          the label columns of the assignment problem, for
+//	                          data where one label covers several instances)
 //
 // # Kernels
 //
