@@ -92,10 +92,12 @@ func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	if err := v.schemas.Bag.Validate(doc); err != nil {
 		return nil, reject(ReasonSchema, flattenSchemaError(err))
 	}
-	var m BagMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		// The schema accepted it, so only a value json cannot hold remains
-		// (an integer overflowing int, say).
+	// The document is already parsed and its shape checked: build the
+	// message from it rather than parsing the bytes a second time.
+	m, err := bagFromDoc(doc.(map[string]any))
+	if err != nil {
+		// Only a value the Go types cannot hold remains (an integer
+		// overflowing int, say).
 		return nil, reject(ReasonSchema, err)
 	}
 	if err := m.Bag().Validate(m.Dim, len(m.Classes)); err != nil {
@@ -105,7 +107,80 @@ func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	if m.Labels != nil && len(m.Classes) == 0 {
 		return nil, reject(ReasonLabels, errors.New("labels without a class vocabulary"))
 	}
-	return &m, nil
+	return m, nil
+}
+
+// bagFromDoc converts a document that passed the bag schema.
+func bagFromDoc(obj map[string]any) (*BagMessage, error) {
+	m := &BagMessage{}
+	var err error
+	if m.SchemaVersion, err = toInt(obj["schema_version"]); err != nil {
+		return nil, fmt.Errorf("schema_version: %w", err)
+	}
+	m.ID, _ = obj["id"].(string)
+	m.Source, _ = obj["source"].(string)
+	if m.Dim, err = toInt(obj["dim"]); err != nil {
+		return nil, fmt.Errorf("dim: %w", err)
+	}
+	rows, _ := obj["instances"].([]any)
+	m.Instances = make([][]float64, len(rows))
+	for i, r := range rows {
+		vals, _ := r.([]any)
+		x := make([]float64, len(vals))
+		for j, v := range vals {
+			n, ok := v.(json.Number)
+			if !ok {
+				return nil, fmt.Errorf("instance %d feature %d is %T, not a number", i, j, v)
+			}
+			if x[j], err = n.Float64(); err != nil {
+				return nil, fmt.Errorf("instance %d feature %d: %w", i, j, err)
+			}
+		}
+		m.Instances[i] = x
+	}
+	if cs, ok := obj["classes"].([]any); ok {
+		m.Classes = make([]string, len(cs))
+		for i, c := range cs {
+			m.Classes[i], _ = c.(string)
+		}
+	}
+	// Absent and null labels both mean unlabeled (nil); [] is a labeled
+	// bag with no class.
+	if ls, ok := obj["labels"].([]any); ok {
+		if m.Labels, err = toInts(ls); err != nil {
+			return nil, fmt.Errorf("labels: %w", err)
+		}
+	}
+	if ls, ok := obj["instance_labels"].([]any); ok && len(ls) > 0 {
+		if m.InstanceLabels, err = toInts(ls); err != nil {
+			return nil, fmt.Errorf("instance_labels: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func toInt(v any) (int, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("%T is not a number", v)
+	}
+	i, err := strconv.Atoi(n.String())
+	if err != nil {
+		return 0, err
+	}
+	return i, nil
+}
+
+func toInts(vs []any) ([]int, error) {
+	out := make([]int, len(vs))
+	for i, v := range vs {
+		n, err := toInt(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // precheck finds the faults the schema would report vaguely: an empty bag
