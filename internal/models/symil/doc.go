@@ -31,7 +31,8 @@
 // FitOptions.Params keys (unknown keys are rejected):
 //
 //	kernel       linear | rbf                                  (linear)
-//	C            regularisation trade-off, as in the paper      (10000)
+//	C            trade-off: the paper's 10⁴ (linear), 100 (rbf: see defaultC)
+//	solver       linear kernel: sgd (primal, Alg. 2) or cp (dual, Alg. 3) (sgd)
 //	lambda       cv, or a fixed λ ≥ 0                           (cv)
 //	lambda_grid  λ candidates of the inner CV                   (0.1,0.2,0.5,1)
 //	cv_folds     folds of the inner CV over λ (stratified)      (3)
@@ -68,8 +69,9 @@
 //     from the previous solution.
 //   - Restarts: the fit with the lowest P(w) of eq. 3 is kept.
 //   - λ = cv: for each class, stratified cv_folds-fold CV on the training
-//     bags over lambda_grid, best mean bag accuracy, the smaller λ on ties;
-//     then a refit on all training bags.
+//     bags over lambda_grid (one restart per candidate fit), best mean bag
+//     accuracy, the smaller λ on ties; then a refit on all training bags
+//     with every restart.
 //
 // # Multi-label use
 //

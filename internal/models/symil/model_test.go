@@ -66,9 +66,10 @@ func TestToyAccuracy(t *testing.T) {
 	for _, params := range []models.Params{
 		{"kernel": "linear", "lambda": "0.5"},
 		{"kernel": "rbf", "lambda": "0.5", "C": "100"},
+		{"kernel": "linear", "solver": "cp", "lambda": "0.5", "C": "100"},
 		{"kernel": "linear"}, // λ by inner CV
 	} {
-		t.Run(params.String("kernel", "")+"/"+params.String("lambda", "cv"), func(t *testing.T) {
+		t.Run(params.String("kernel", "")+"/"+params.String("solver", "")+"/"+params.String("lambda", "cv"), func(t *testing.T) {
 			m, _ := fitToy(t, params, 0)
 			exact, hamming, inst, ninst := 0, 0, 0, 0
 			for i := range test.Bags {
@@ -227,6 +228,9 @@ func TestParams(t *testing.T) {
 		{models.Params{"gamma": "0"}, false},
 		{models.Params{"cv_folds": "1"}, false},
 		{models.Params{"restart": "3"}, false}, // typo of restarts
+		{models.Params{"solver": "cp"}, true},
+		{models.Params{"kernel": "rbf", "solver": "sgd"}, false},
+		{models.Params{"solver": "newton"}, false},
 	}
 	for _, tc := range tests {
 		if _, err := ParseParams(tc.p); (err == nil) != tc.ok {
@@ -234,8 +238,11 @@ func TestParams(t *testing.T) {
 		}
 	}
 	cfg, _ := ParseParams(models.Params{})
-	if cfg.C != 1e4 || len(cfg.LambdaGrid) != 4 || cfg.Kernel != "linear" || !cfg.Bias {
+	if cfg.C != 1e4 || len(cfg.LambdaGrid) != 4 || cfg.Kernel != "linear" || cfg.Solver != "sgd" || !cfg.Bias {
 		t.Errorf("defaults %+v", cfg)
+	}
+	if cfg, _ := ParseParams(models.Params{"kernel": "rbf"}); cfg.C != 100 {
+		t.Errorf("rbf default C = %v", cfg.C)
 	}
 }
 
