@@ -104,6 +104,13 @@ func lloyd(x *mat.Dense, n, d, k int, rng *rand.Rand) ([]int, float64) {
 			}
 		}
 		for c := range centres {
+			if counts[c] > 0 {
+				for j := 0; j < d; j++ {
+					centres[c][j] /= float64(counts[c])
+				}
+			}
+		}
+		for c := range centres {
 			if counts[c] == 0 {
 				// Re-seed an emptied cluster on the worst-fitted row, as
 				// MATLAB's kmeans does ('singleton' action).
@@ -114,10 +121,8 @@ func lloyd(x *mat.Dense, n, d, k int, rng *rand.Rand) ([]int, float64) {
 					}
 				}
 				copy(centres[c], x.RawRowView(far))
-				continue
-			}
-			for j := 0; j < d; j++ {
-				centres[c][j] /= float64(counts[c])
+				labels[far] = c
+				counts[c] = 1
 			}
 		}
 	}
@@ -130,8 +135,11 @@ func lloyd(x *mat.Dense, n, d, k int, rng *rand.Rand) ([]int, float64) {
 // vectors of X_t W; without it, on the rows of X_t W (plain k-means under the
 // learned metric). A nil W means the Euclidean metric (k-means on X_t).
 func Cluster(xt, w *mat.Dense, k, restarts int, withSVD bool, rng *rand.Rand) ([]int, error) {
-	p := mat.DenseCopyOf(xt)
-	if w != nil {
+	var p *mat.Dense
+	if w == nil {
+		p = mat.DenseCopyOf(xt)
+	} else {
+		p = new(mat.Dense)
 		p.Mul(xt, w)
 	}
 	if withSVD {

@@ -83,3 +83,38 @@ func TestToyTables(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterLowRankMetric checks the test-time clustering when the metric
+// has fewer columns than the input dimension (W is d×k with k < d).
+func TestClusterLowRankMetric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	// Two well separated clusters along the first of five axes.
+	rows := make([][]float64, 200)
+	truth := make([]int, 200)
+	for i := range rows {
+		truth[i] = i % 2
+		rows[i] = make([]float64, 5)
+		for j := range rows[i] {
+			rows[i][j] = rng.NormFloat64()
+		}
+		rows[i][0] += 20 * float64(truth[i])
+		// A common offset plays the intercept the closed form lacks
+		// (without it one cluster sits at the origin and XW cannot
+		// separate it from noise: the degenerate case of spec §2.2).
+		rows[i][1] += 10
+	}
+	x := toDense(rows)
+	w, err := Train(x, truth, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svd := range []bool{false, true} {
+		pred, err := Cluster(x, w, 2, 5, svd, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := DeltaLoss(pred, truth); d > 1e-9 {
+			t.Errorf("withSVD=%v: Δ = %v on separable clusters", svd, d)
+		}
+	}
+}
