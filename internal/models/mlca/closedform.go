@@ -124,6 +124,53 @@ func Train(x *mat.Dense, labels []int, k int) (*mat.Dense, error) {
 	return TrainWith(w, x, labels, k)
 }
 
+// TrainSets is the multi-set training of the paper (Section 3.3, spec §2.3):
+// m labelled sets (X_i, labels_i) with consistent cluster identities are
+// stacked into one problem. It streams over the sets, accumulating XᵀX and
+// the per-cluster sums, so memory is O(d² + dk) whatever the number of rows;
+// the result equals Train on the concatenated rows.
+func TrainSets(sets []*mat.Dense, labels [][]int, k int) (*mat.Dense, error) {
+	if len(sets) != len(labels) || len(sets) == 0 {
+		return nil, fmt.Errorf("mlca: %d sets with %d label vectors", len(sets), len(labels))
+	}
+	_, d := sets[0].Dims()
+	g := mat.NewSymDense(d, nil)
+	sums := mat.NewDense(d, k, nil)
+	q := make([]float64, k)
+	n := 0
+	for s, x := range sets {
+		rows, cols := x.Dims()
+		if cols != d || rows != len(labels[s]) {
+			return nil, fmt.Errorf("mlca: set %d is %d×%d with %d labels, want %d columns", s, rows, cols, len(labels[s]), d)
+		}
+		g.SymRankK(g, 1, x.T())
+		for i, l := range labels[s] {
+			if l < 0 || l >= k {
+				return nil, fmt.Errorf("mlca: set %d row %d: label %d outside 0..%d", s, i, l, k-1)
+			}
+			q[l]++
+			for j, v := range x.RawRowView(i) {
+				sums.Set(j, l, sums.At(j, l)+v)
+			}
+		}
+		n += rows
+	}
+	if n == 0 {
+		return nil, ErrNoData
+	}
+	for c := range q {
+		if q[c] > 0 {
+			col := sums.ColView(c).(*mat.VecDense)
+			col.ScaleVec(1/math.Sqrt(q[c]), col)
+		}
+	}
+	w, err := NewWhitener(g, n)
+	if err != nil {
+		return nil, err
+	}
+	return w.Solve(sums), nil
+}
+
 // TrainWith is Train with the Gram factorization already computed.
 func TrainWith(w *Whitener, x *mat.Dense, labels []int, k int) (*mat.Dense, error) {
 	xtj, err := ClassSums(x, labels, k)

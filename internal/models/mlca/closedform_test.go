@@ -142,3 +142,25 @@ func eye(n int) *mat.Dense {
 	}
 	return m
 }
+
+func TestTrainSetsEqualsTrainOnConcatenation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	x, labels := randomData(rng, 90, 5, 3, 5)
+	whole, err := Train(x, labels, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []*mat.Dense
+	var labs [][]int
+	for _, cut := range [][2]int{{0, 10}, {10, 55}, {55, 90}} {
+		sets = append(sets, mat.DenseCopyOf(x.Slice(cut[0], cut[1], 0, 5)))
+		labs = append(labs, labels[cut[0]:cut[1]])
+	}
+	parts, err := TrainSets(sets, labs, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mat.EqualApprox(whole, parts, 1e-9*mat.Norm(whole, 2)) {
+		t.Fatalf("TrainSets differs from Train on the stacked rows:\n%v\n%v", mat.Formatted(whole), mat.Formatted(parts))
+	}
+}
