@@ -2,6 +2,7 @@ package mimlca
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -230,5 +231,14 @@ func TestKernelStepOneIsVacuousWithExactKernel(t *testing.T) {
 		if d := res.Trace[i] - res.Trace[0]; d > 1e-6 || d < -1e-6 {
 			t.Fatalf("objective moved (%v): U Uᵀ is not the identity", res.Trace)
 		}
+	}
+}
+
+func TestFitHonoursCancellation(t *testing.T) {
+	ds := synthData(t, small, 7)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := Fit(ctx, ds, models.FitOptions{Seed: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
 	}
 }
