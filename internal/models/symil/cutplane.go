@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -197,7 +196,7 @@ func (ks *kernelSolver) cuttingPlane(ctx context.Context, p *problem, ht latent)
 // fit runs CCCP with the cutting-plane inner solver from latent init ht and
 // returns the solution with the lowest P(w) met, with the same stopping
 // rule as linearSolver.fit.
-func (ks *kernelSolver) fit(ctx context.Context, p *problem, ht latent, maxIter int, eps float64, _ *rand.Rand) (cpResult, float64, error) {
+func (ks *kernelSolver) fit(ctx context.Context, p *problem, ht latent, maxIter int, eps float64) (cpResult, float64, error) {
 	var best cpResult
 	bestP, prev := math.Inf(1), math.Inf(1)
 	for range maxIter {

@@ -266,3 +266,32 @@ func TestClassWithoutPositives(t *testing.T) {
 		}
 	}
 }
+
+// A warm model replaces the random latent initialisation of the first
+// restart and the fit stays deterministic; progress ends at the class count.
+func TestWarmStart(t *testing.T) {
+	params := models.Params{"lambda": "0.5", "C": "100"}
+	first, train := fitToy(t, params, 0)
+	fit := func() *ovr.Model {
+		m, err := Fit(context.Background(), train, models.FitOptions{Seed: 9, Params: params, Warm: first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := fit(), fit()
+	sa, _ := a.MarshalState()
+	sb, _ := b.MarshalState()
+	if string(sa) != string(sb) {
+		t.Fatal("warm-started fit not deterministic")
+	}
+	var progress []int
+	_, err := Fit(context.Background(), train, models.FitOptions{Seed: 9, Params: params,
+		Progress: func(done, total int) { progress = append(progress, done) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(progress) == 0 || progress[len(progress)-1] != len(train.Classes) {
+		t.Errorf("progress %v does not end at %d", progress, len(train.Classes))
+	}
+}

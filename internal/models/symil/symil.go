@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -218,7 +217,7 @@ func (t *trainer) fitBinary(ctx context.Context, p *problem, init *latent, seed 
 			}
 			sol = solution{w: w, p: p, obj: obj}
 		} else {
-			res, obj, err := t.ker.fit(ctx, p, ht, t.cfg.CCCPIters, t.cfg.CCCPEps, rng)
+			res, obj, err := t.ker.fit(ctx, p, ht, t.cfg.CCCPIters, t.cfg.CCCPEps)
 			if err != nil {
 				return solution{}, err
 			}
@@ -379,9 +378,10 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 	warm := warmScores(opt.Warm, train, data)
 	k := len(train.Classes)
 	st := ovr.State{Rule: ovr.MinMax, Scaler: data.Scaler, Scorers: make([]ovr.Scorer, k), Lambda: make([]float64, k)}
-	var mu sync.Mutex
-	done, total := 0, k
 	for c := range k {
+		if opt.Progress != nil {
+			opt.Progress(c, k)
+		}
 		pos := data.Positive(c)
 		lam := cfg.Lambda
 		p := newProblem(data.Bags, pos, cfg.C, lam)
@@ -434,12 +434,9 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 		}
 		st.Scorers[c] = tr.scorer(best)
 		st.Lambda[c] = lam
-		if opt.Progress != nil {
-			mu.Lock()
-			done++
-			opt.Progress(done, total)
-			mu.Unlock()
-		}
+	}
+	if opt.Progress != nil {
+		opt.Progress(k, k)
 	}
 	meta := models.Meta{Kind: Name, Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: opt.Params}
 	return ovr.New(meta, st)
