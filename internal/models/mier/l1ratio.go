@@ -425,3 +425,22 @@ func (p *Problem) restrict(q *mat.Dense) *Problem {
 // maxStep bounds the adaptive trial step; beyond it P(W + tG) ≈ P(G) and a
 // larger t changes nothing.
 const maxStep = 1e6
+
+// PCA returns the top-r eigenvectors of the global scatter S_G = B Bᵀ, the
+// maximiser of J_Global (Eq. 1) — the baseline the ℓ1 ratio is compared to.
+func (p *Problem) PCA(r int) (*mat.Dense, error) {
+	var sg mat.SymDense
+	sg.SymOuterK(1, p.Bt.T())
+	var eig mat.EigenSym
+	if !eig.Factorize(&sg, true) {
+		return nil, errors.New("mier: eigendecomposition did not converge")
+	}
+	var v mat.Dense
+	eig.VectorsTo(&v)
+	// Eigenvalues are ascending: the last r columns, largest first.
+	w := mat.NewDense(p.Dim, r, nil)
+	for g := 0; g < r; g++ {
+		w.SetCol(g, mat.Col(nil, p.Dim-1-g, &v))
+	}
+	return w, nil
+}

@@ -360,3 +360,25 @@ func TestDegenerateBags(t *testing.T) {
 		})
 	}
 }
+
+// TestPCA: the top principal direction of points spread along (1, 2, 0)
+// with small noise is ±(1, 2, 0)/√5.
+func TestPCA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	var bag [][]float64
+	for i := 0; i < 50; i++ {
+		s := 3 * rng.NormFloat64()
+		bag = append(bag, []float64{s + 0.01*rng.NormFloat64(), 2*s + 0.01*rng.NormFloat64(), 0.01 * rng.NormFloat64()})
+	}
+	p, err := NewProblem([][][]float64{bag}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.PCA(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := math.Abs(w.At(0, 0)+2*w.At(1, 0)) / math.Sqrt(5); math.Abs(c-1) > 1e-4 {
+		t.Errorf("cosine with (1,2,0) = %v, W = %v", c, mat.Formatted(w))
+	}
+}

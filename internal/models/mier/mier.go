@@ -51,6 +51,16 @@ const (
 	HolisticMax    = "max"
 )
 
+// Projections learned in shared mode.
+const (
+	// ProjectionL1 is the paper's ℓ1-norm ratio maximisation.
+	ProjectionL1 = "l1ratio"
+	// ProjectionPCA is the top-r principal subspace of the pooled
+	// instances, the ablation that tells what the ℓ1 ratio adds over
+	// J_Global alone (Eq. 1).
+	ProjectionPCA = "pca"
+)
+
 // Classifiers.
 const (
 	ClassifierKNN = "knn"
@@ -62,6 +72,7 @@ type config struct {
 	Mode        string  `json:"mode"`
 	Classifier  string  `json:"classifier"`
 	Holistic    string  `json:"holistic"`
+	Projection  string  `json:"projection"`
 	R           int     `json:"r"`
 	K           int     `json:"k"`
 	Opt         Options `json:"opt"`
@@ -81,6 +92,7 @@ func parseConfig(p models.Params, dim int, seed int64) (config, error) {
 		Mode:       p.String("mode", ModeShared),
 		Classifier: p.String("classifier", ClassifierSVM),
 		Holistic:   p.String("holistic", HolisticMean),
+		Projection: p.String("projection", ProjectionL1),
 		Grid:       p.String("grid", "small"),
 		Seed:       seed,
 	}
@@ -138,6 +150,11 @@ func (c config) validate(dim int) error {
 	default:
 		return fmt.Errorf("mier: holistic %q (want mean, median or max)", c.Holistic)
 	}
+	switch c.Projection {
+	case ProjectionL1, ProjectionPCA:
+	default:
+		return fmt.Errorf("mier: projection %q (want l1ratio or pca)", c.Projection)
+	}
 	switch c.Grid {
 	case "none", "small", "paper":
 	default:
@@ -164,7 +181,7 @@ func (c config) validate(dim int) error {
 func (c config) params() models.Params {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	return models.Params{
-		"mode": c.Mode, "classifier": c.Classifier, "holistic": c.Holistic,
+		"mode": c.Mode, "classifier": c.Classifier, "holistic": c.Holistic, "projection": c.Projection,
 		"r": strconv.Itoa(c.R), "k": strconv.Itoa(c.K), "beta": f(c.Opt.Beta),
 		"maxiter": strconv.Itoa(c.Opt.MaxIter), "backtrack": strconv.Itoa(c.Opt.MaxBacktrack),
 		"tol": f(c.Opt.Tol), "normalize": strconv.FormatBool(c.Opt.Normalize),
@@ -256,12 +273,18 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models
 		if err != nil {
 			return nil, fmt.Errorf("mier fit: %w", err)
 		}
-		res, err := p.Fit(ctx, m.w0, cfg.Opt)
-		if err != nil {
-			return nil, fmt.Errorf("mier fit: %w", err)
+		if cfg.Projection == ProjectionPCA {
+			if m.w, err = p.PCA(cfg.R); err != nil {
+				return nil, fmt.Errorf("mier fit: %w", err)
+			}
+		} else {
+			res, err := p.Fit(ctx, m.w0, cfg.Opt)
+			if err != nil {
+				return nil, fmt.Errorf("mier fit: %w", err)
+			}
+			m.w = res.W
 		}
-		m.w = res.W
-		m.st.W = rows(res.W)
+		m.st.W = rows(m.w)
 	}
 	progress(1, steps)
 
