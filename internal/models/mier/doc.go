@@ -81,10 +81,11 @@
 // # Parameters (models.Params, --param key=value)
 //
 // mode (shared|perbag|none), classifier (svm|knn), holistic
-// (mean|median|max), projection (l1ratio|pca; pca is the top-r principal
-// subspace of the pooled instances, an ablation for mode shared), r, k (neighbourhood, 3), beta (0.5), maxiter (300),
-// backtrack (40), tol (1e-6), normalize (false), guard (true), adaptive
-// (true), standardize
-// (true), knn (3), top1 (true), grid (small|paper|none), c (1), gamma (0 =
-// 1/D̄), cvfolds (3).
+// (mean|median|max), projection (l1ratio|pca: the top-r principal subspace
+// of the pooled instances, an ablation for mode shared), r, k (neighbourhood,
+// 3), beta (0.5), maxiter (300), backtrack (40), tol (1e-6), normalize
+// (false), guard (true), adaptive (true), standardize (true), knn (3), top1
+// (true), grid (small|paper|none), c (1), gamma (0 = 1/D̄), cvfolds (3).
+// FitOptions.Warm is ignored: the fit is unsupervised plus a classifier, and
+// starting W from another model's would tie the result to training history.
 package mier
