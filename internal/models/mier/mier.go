@@ -292,7 +292,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models
 	labels := make([][]int, len(bags))
 	err = parallelFor(ctx, len(bags), workers, func(i int) error {
 		y, err := m.represent(ctx, bags[i].Instances)
-		reps[i], labels[i] = y, bags[i].Labels
+		reps[i], labels[i] = y, append([]int{}, bags[i].Labels...)
 		return err
 	})
 	if err != nil {
