@@ -133,3 +133,25 @@ func TestZhouSceneBagMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestZhouRefsGrid repeats the paper's choice of c = r in {5, 10, 15, 20}
+// (Law et al. 2017, Section 4.2) for the minimal Hausdorff distance, learned
+// (paper settings) against Euclidean. It reports, it does not assert.
+func TestZhouRefsGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("grid skipped in -short")
+	}
+	ds := loadTestdata(t, "miml_image_zhou/miml_03_data.arff")
+	for _, rc := range []string{"5", "10", "15", "20"} {
+		for _, metric := range []string{"learned", "euclidean"} {
+			params := models.Params{"metric": metric, "refs": rc, "citers": rc}
+			r, err := eval.Run(context.Background(), Kind(), ds, eval.Config{Mode: models.Inductive, Folds: 5, Seed: 1, Params: params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("r=c=%-2s %-9s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f", rc, metric,
+				stat(r, metrics.HammingLoss).Mean, stat(r, metrics.RankingLoss).Mean, stat(r, metrics.OneError).Mean,
+				stat(r, metrics.Coverage).Mean, stat(r, metrics.AveragePrecision).Mean)
+		}
+	}
+}
