@@ -59,6 +59,11 @@
 // assignment is computed in the input space and only the metric (step 11)
 // is learned in the kernel space.
 //
+// FitOptions.Warm is ignored: a fit is a few k-means restarts that converge
+// in a handful of iterations plus two O(nd²) passes (BenchmarkFit), so a
+// refit from scratch costs little, and a warm start would only narrow the
+// restarts.
+//
 // Unlabeled bags (Labels nil) carry no signal and are ignored by Fit; bags
 // with an empty label set take part in U and in the citation-kNN index but
 // get no assignment.
