@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"slices"
@@ -247,6 +248,10 @@ func (a *Annotator) Run(ctx context.Context) error {
 		JoinGroupBackoff:  200 * time.Millisecond,
 		ReadBackoffMin:    10 * time.Millisecond,
 		ReadBackoffMax:    100 * time.Millisecond,
+		// Group membership changes (joins, rebalances, assignments) are
+		// what an operator needs when partitions stall.
+		Logger:      kafkaLogger(log, slog.LevelDebug),
+		ErrorLogger: kafkaLogger(log, slog.LevelWarn),
 	})
 	w := NewWriter(a.cfg.Brokers)
 	defer func() {
@@ -623,4 +628,11 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 			}
 		}
 	}
+}
+
+// kafkaLogger routes kafka-go's printf logging to slog.
+func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {
+	return kafka.LoggerFunc(func(format string, args ...any) {
+		log.Log(context.Background(), level, "kafka: "+fmt.Sprintf(format, args...))
+	})
 }
