@@ -633,6 +633,9 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 // kafkaLogger routes kafka-go's printf logging to slog.
 func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {
 	return kafka.LoggerFunc(func(format string, args ...any) {
-		log.Log(context.Background(), level, "kafka: "+fmt.Sprintf(format, args...))
+		// kafka-go logs every empty fetch; format only what is kept.
+		if ctx := context.Background(); log.Enabled(ctx, level) {
+			log.Log(ctx, level, "kafka: "+strings.TrimSpace(fmt.Sprintf(format, args...)))
+		}
 	})
 }
