@@ -82,7 +82,8 @@ func (r *redisFlags) options() (featurestore.Options, error) {
 			o.Password = u.Password
 		}
 		o.TLS = o.TLS || u.TLSConfig != nil
-		if pu, err := url.Parse(r.addr); err == nil && pu.Path == "" && r.db != 0 {
+		// A URL without a database path leaves --redis-db in force.
+		if pu, err := url.Parse(r.addr); err == nil && strings.Trim(pu.Path, "/") == "" && r.db != 0 {
 			o.DB = r.db
 		}
 	}

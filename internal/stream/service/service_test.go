@@ -214,6 +214,8 @@ func TestRedisOptions(t *testing.T) {
 		{redisFlags{addr: "redis://u:pw@h:6380/2"}, featurestore.Options{Addr: "h:6380", Username: "u", Password: "pw", DB: 2}},
 		{redisFlags{addr: "rediss://h:6380"}, featurestore.Options{Addr: "h:6380", TLS: true}},
 		{redisFlags{addr: "redis://h:6380", password: "flag"}, featurestore.Options{Addr: "h:6380", Password: "flag"}},
+		{redisFlags{addr: "redis://h:6380", db: 4}, featurestore.Options{Addr: "h:6380", DB: 4}},
+		{redisFlags{addr: "redis://h:6380/1", db: 4}, featurestore.Options{Addr: "h:6380", DB: 1}},
 	}
 	for _, c := range cases {
 		got, err := c.in.options()
