@@ -1,8 +1,3 @@
-// Package stream is the streaming annotation pipeline: the message types on
-// the topics, their validation, the publisher used by ingest, the annotator
-// (a consumer-group member that serves the current model) and the retrainer
-// (which refits on a window of weakly labeled bags and promotes better
-// models). It depends only on the models contract, so any model kind plugs in.
 package stream
 
 import (

@@ -20,6 +20,8 @@ import (
 
 // Env is what a service takes from its process; tests substitute theirs.
 type Env struct {
+	// Stdin feeds `ingest --jsonl -`; nil means os.Stdin.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Kinds decodes and fits models (catalog.New() in the commands).
 	Kinds *models.Registry

@@ -192,6 +192,9 @@ func newBar(env Env, show bool, n int, what string) *progressbar.ProgressBar {
 
 func ingestJSONL(ctx context.Context, env Env, pub *stream.Publisher, f ingestFlags) error {
 	var r io.Reader = os.Stdin
+	if env.Stdin != nil {
+		r = env.Stdin
+	}
 	show := false
 	total := -1
 	if f.jsonl != "-" {

@@ -138,6 +138,15 @@ func TestRunIngestFiles(t *testing.T) {
 	if !strings.Contains(stdout.String(), "published 2 bags (2 labeled") || !strings.Contains(stdout.String(), "rejected malformed_json") {
 		t.Errorf("summary: %s", stdout.String())
 	}
+	// Wire-format lines from standard input.
+	stdout.Reset()
+	env.Stdin = strings.NewReader(fmt.Sprintf(goodBag, "s1") + "\n")
+	if err := RunIngest(context.Background(), env, []string{"--brokers", b, "--jsonl", "-"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "published 1 bags") {
+		t.Errorf("stdin summary: %s", stdout.String())
+	}
 	// A dataset file through the loaders, with half the labels kept.
 	stdout.Reset()
 	args := []string{"--brokers", b, "--data", "../../../testdata/mscv2/MSCV2.mat", "--limit", "40", "--label-fraction", "0.5", "--progress=false"}
@@ -151,8 +160,8 @@ func TestRunIngestFiles(t *testing.T) {
 	if published != 40 || labeled < 10 || labeled > 30 {
 		t.Errorf("published %d, labeled %d; want 40 and about 20", published, labeled)
 	}
-	readTopic(t, brokers, topics.Annotate, 42)
-	readTopic(t, brokers, topics.Train, 2+labeled)
+	readTopic(t, brokers, topics.Annotate, 43)
+	readTopic(t, brokers, topics.Train, 3+labeled)
 	// Bad command lines fail.
 	if err := RunIngest(context.Background(), env, []string{"--brokers", b}); err == nil {
 		t.Error("no input accepted")
