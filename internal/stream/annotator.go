@@ -269,16 +269,15 @@ func (a *Annotator) Run(ctx context.Context) error {
 	for {
 		batch := a.fetchBatch(ctx, r)
 		if len(batch) > 0 {
-			// After a shutdown request the batch in flight still completes,
-			// under its own deadline: dropping it would only force another
-			// member to redo it.
-			pctx := ctx
-			var cancel context.CancelFunc = func() {}
-			if ctx.Err() != nil {
-				pctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), a.cfg.DrainTimeout)
-			}
-			err := a.handleBatch(pctx, r, w, batch)
-			cancel()
+			// A shutdown request does not interrupt the batch in flight:
+			// it completes (written, acknowledged, committed) unless the
+			// drain deadline passes first. Dropping it would only force
+			// another member to redo it.
+			bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
+			stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(a.cfg.DrainTimeout, cancelBatch) })
+			err := a.handleBatch(bctx, r, w, batch)
+			stopDrainTimer()
+			cancelBatch()
 			if err != nil {
 				if ctx.Err() != nil {
 					log.Warn("drain incomplete; uncommitted bags will be redelivered", "err", err, "bags", len(batch))
