@@ -239,3 +239,74 @@ func TestRedisOptions(t *testing.T) {
 		t.Error("bad URL accepted")
 	}
 }
+
+// TestRunRetrainerServe runs the retrainer service on a stream of labeled
+// bags until it has promoted a model, then stops it.
+func TestRunRetrainerServe(t *testing.T) {
+	brokers := startBroker(t)
+	addr, stop, err := featurestore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	var stdout, stderr syncBuffer
+	env := Env{Stdout: &stdout, Stderr: &stderr, Kinds: models.NewRegistry(streamtest.CentroidKind())}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRetrainerServe(ctx, env, []string{"--brokers", strings.Join(brokers, ","), "--redis", addr, "--registry-prefix", "serve",
+			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", "", "--subset", "0.5"})
+	}()
+	var stdin bytes.Buffer
+	for i := range 40 {
+		fmt.Fprintf(&stdin, `{"schema_version":1,"id":"t%d","dim":2,"instances":[[%d,0.5]],"labels":[%d],"classes":["a","b"]}`+"\n", i, i%2*5, i%2)
+	}
+	ienv := Env{Stdin: &stdin, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Kinds: env.Kinds}
+	if err := RunIngest(context.Background(), ienv, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", "-"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := featurestore.NewRegistry(rdb, "serve")
+	deadline := time.Now().Add(20 * time.Second)
+	var meta featurestore.VersionMeta
+	for {
+		_, meta, err = reg.Current(context.Background())
+		if err == nil && meta.Version == "v2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no second model promoted: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The toy classes are separable: the held-out loss is zero.
+	if loss, ok := meta.Metrics["heldout_hamming_loss"]; meta.Kind != streamtest.KindName || meta.Parent != "v1" || !ok || loss != 0 {
+		t.Errorf("promoted %+v", meta)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a service's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
