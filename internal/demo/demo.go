@@ -134,7 +134,7 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 
 	rt, err := stream.NewRetrainer(stream.RetrainerConfig{Brokers: brokers, Topic: topics.Train, Kinds: kinds, Kind: c.kind,
 		Params: params, Seed: 1, Store: reg, Window: 5000, Every: c.every, MinBags: c.minBags, HoldOut: 0.2, Margin: 0.005,
-		Warm: true, Obs: obs})
+		Warm: true, KeepVersions: 20, Obs: obs})
 	if err != nil {
 		return err
 	}

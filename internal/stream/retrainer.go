@@ -28,6 +28,9 @@ type RetrainStore interface {
 	Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error)
 	Put(ctx context.Context, blob []byte, meta featurestore.VersionMeta) (featurestore.VersionMeta, error)
 	Promote(ctx context.Context, version string) error
+	// Prune deletes all but the newest keep versions, never one that an
+	// alias or the rollback history refers to (featurestore.Registry.Prune).
+	Prune(ctx context.Context, keep int) ([]string, error)
 }
 
 // RetrainerConfig configures the retrainer.
@@ -57,9 +60,14 @@ type RetrainerConfig struct {
 	// the current model's plus Margin.
 	Margin float64
 	// Warm starts the fit from the current model when it is of the same kind.
-	Warm    bool
-	Workers int
-	Obs     Observability
+	Warm bool
+	// KeepVersions bounds the registry, which otherwise grows by one
+	// version per refit: after each promotion, versions older than the
+	// newest KeepVersions are deleted, except those current, previous or in
+	// the rollback history. 0 keeps every version.
+	KeepVersions int
+	Workers      int
+	Obs          Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -96,6 +104,9 @@ type RefitResult struct {
 	Current        map[string]float64 `json:"current,omitempty"`
 	FitTime        time.Duration      `json:"fit_time"`
 	TrainingWindow string             `json:"training_window"`
+	// Pruned lists the versions deleted from the registry after the
+	// promotion, oldest first.
+	Pruned []string `json:"pruned,omitempty"`
 }
 
 // NewRetrainer checks the configuration.
@@ -117,6 +128,9 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	}
 	if cfg.Every <= 0 && cfg.Interval <= 0 {
 		return nil, errors.New("retrainer: set a refit count (Every) or a schedule (Interval)")
+	}
+	if cfg.KeepVersions < 0 {
+		return nil, fmt.Errorf("retrainer: KeepVersions %d < 0", cfg.KeepVersions)
 	}
 	cfg.Obs = cfg.Obs.withDefaults()
 	r := &Retrainer{cfg: cfg, bags: map[string]windowBag{}, offsets: map[int]int64{}}
@@ -464,6 +478,7 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		if err := retry(ctx, r.cfg.Obs, "promote model", func() error { return r.cfg.Store.Promote(ctx, stored.Version) }); err != nil {
 			return res, err
 		}
+		res.Pruned = r.prune(ctx)
 	}
 	r.mu.Lock()
 	r.last = append(r.last, res)
@@ -471,6 +486,24 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	r.refits.Add(ctx, 1, metric.WithAttributes(attribute.Bool("promoted", res.Promoted)))
 	r.fitTime.Record(ctx, res.FitTime.Seconds())
 	return res, nil
+}
+
+// prune bounds the registry after a promotion. It is housekeeping: a
+// failure is logged, not retried (the next promotion prunes again) and does
+// not fail the refit, whose model is already stored and served.
+func (r *Retrainer) prune(ctx context.Context) []string {
+	if r.cfg.KeepVersions == 0 {
+		return nil
+	}
+	pruned, err := r.cfg.Store.Prune(ctx, r.cfg.KeepVersions)
+	if err != nil {
+		r.cfg.Obs.Logger.Warn("prune model registry", "keep", r.cfg.KeepVersions, "err", err)
+		return nil
+	}
+	if len(pruned) > 0 {
+		r.cfg.Obs.Logger.Info("pruned model registry", "keep", r.cfg.KeepVersions, "deleted", pruned)
+	}
+	return pruned
 }
 
 // Evaluate annotates the bags of test inductively (their labels hidden) and

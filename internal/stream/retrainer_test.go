@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,132 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 	}
 	if v, err := reg.Alias(ctx, featurestore.AliasCurrent); err != nil || v == "" {
 		t.Fatalf("no current model after the outage: %v", err)
+	}
+}
+
+// survivors is the reference for the registry after a prune: the newest
+// keep ids plus every protected one, in version order.
+func survivors(ids []string, keep int, protected map[string]bool) []string {
+	var out []string
+	for i, v := range ids {
+		if i >= len(ids)-keep || protected[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// TestRetrainerPrunesAfterPromotion checks the registry stays bounded by
+// KeepVersions after promotions, never losing current, previous or the
+// rollback history, and that an unpromoted refit prunes nothing.
+func TestRetrainerPrunesAfterPromotion(t *testing.T) {
+	ds := smallDataset(60)
+	v, err := NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		keep int
+		// margins of the refits in turn: 1 always promotes, -1 never
+		// promotes over a current model.
+		margins []float64
+		// stale unpromoted versions stored before the first refit.
+		stale int
+	}{
+		{"keep 2", 2, []float64{1, 1, 1}, 4},
+		{"keep 1", 1, []float64{1, -1, 1, 1}, 3},
+		{"keep 0 keeps all", 0, []float64{1, 1}, 3},
+		{"no promotion", 2, []float64{-1, -1}, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			ctx := context.Background()
+			m, err := streamtest.CentroidKind().Fit(ctx, ds, models.FitOptions{Params: models.Params{"iters": "1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			blob, _ := models.Encode(m)
+			for range tc.stale {
+				if _, err := h.reg.Put(ctx, blob, featurestore.VersionMeta{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The first stale version is current, as if an older
+			// retrainer had promoted it.
+			if err := h.reg.Promote(ctx, "v1"); err != nil {
+				t.Fatal(err)
+			}
+			var history []string // formerly current, most recent first
+			current := "v1"
+			r := h.retrainer(func(c *RetrainerConfig) { c.KeepVersions = tc.keep })
+			for i := range ds.Bags {
+				raw, _ := json.Marshal(NewBagMessage(&ds.Bags[i], "toy", ds.Dim, ds.Classes, false))
+				r.add(kafka.Message{Key: []byte(ds.Bags[i].ID), Value: raw, Offset: int64(i)}, v)
+			}
+			for i, margin := range tc.margins {
+				before, err := h.reg.List(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.cfg.Margin = margin
+				res, err := r.Refit(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Promoted != (margin > 0) {
+					t.Fatalf("refit %d: promoted %v (%s), want %v", i, res.Promoted, res.Reason, margin > 0)
+				}
+				ids := []string{}
+				for _, vm := range before {
+					ids = append(ids, vm.Version)
+				}
+				ids = append(ids, res.Version)
+				want := ids
+				var wantPruned []string
+				if res.Promoted {
+					history = append([]string{current}, history...)
+					current = res.Version
+					if tc.keep > 0 {
+						protected := map[string]bool{current: true}
+						for _, v := range history {
+							protected[v] = true
+						}
+						want = survivors(ids, tc.keep, protected)
+						for _, v := range ids {
+							if !slices.Contains(want, v) {
+								wantPruned = append(wantPruned, v)
+							}
+						}
+					}
+				}
+				if !slices.Equal(res.Pruned, wantPruned) {
+					t.Errorf("refit %d: pruned %v, want %v", i, res.Pruned, wantPruned)
+				}
+				after, err := h.reg.List(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, vm := range after {
+					got = append(got, vm.Version)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("refit %d: registry holds %v, want %v", i, got, want)
+				}
+			}
+			// The whole rollback history survived: walking back
+			// reaches every formerly current version in turn.
+			for _, want := range history {
+				got, err := h.reg.Rollback(ctx)
+				if err != nil || got != want {
+					t.Fatalf("rollback = %s, %v; want %s", got, err, want)
+				}
+				if _, _, err := h.reg.Current(ctx); err != nil {
+					t.Fatalf("rolled back to %s: %v", want, err)
+				}
+			}
+		})
 	}
 }

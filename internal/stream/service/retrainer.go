@@ -79,6 +79,7 @@ and promotes it when its Hamming loss is not worse by more than --margin.`, env.
 	holdout := fs.Float64("holdout", 0.2, "fraction of the window held out for the promotion decision")
 	margin := fs.Float64("margin", 0.005, "promote when the held-out Hamming loss is at most the current one plus this")
 	warm := fs.Bool("warm", true, "warm-start from the current model")
+	keep := fs.Int("keep-versions", 20, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
 	listen := fs.String("listen", ":8081", "HTTP `address` of /healthz and /metrics (empty: none)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -120,7 +121,7 @@ and promotes it when its Hamming loss is not worse by more than --margin.`, env.
 	r, err := stream.NewRetrainer(stream.RetrainerConfig{
 		Brokers: kf.brokers, Topic: kf.topics.Train, Kinds: env.Kinds, Kind: ff.kind, Params: params, Seed: ff.seed,
 		Store: featurestore.NewRegistry(rdb, rf.registryPrefix), Window: *window, Every: *every, Interval: *interval,
-		MinBags: *minBags, HoldOut: *holdout, Margin: *margin, Warm: *warm, Workers: ff.workers, Obs: observability(prov, log),
+		MinBags: *minBags, HoldOut: *holdout, Margin: *margin, Warm: *warm, KeepVersions: *keep, Workers: ff.workers, Obs: observability(prov, log),
 	})
 	if err != nil {
 		return err

@@ -17,7 +17,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/broker"
+	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream"
 	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
@@ -241,8 +243,11 @@ func TestRedisOptions(t *testing.T) {
 }
 
 // TestRunRetrainerServe runs the retrainer service on a stream of labeled
-// bags until it has promoted a model, then stops it.
+// bags until it has promoted a model, then stops it. Two stale versions
+// stored beforehand are pruned (--keep-versions, set here through its
+// environment variable).
 func TestRunRetrainerServe(t *testing.T) {
+	t.Setenv(cli.EnvName("retrainer-serve", "keep-versions"), "1")
 	brokers := startBroker(t)
 	addr, stop, err := featurestore.StartEmbedded()
 	if err != nil {
@@ -254,6 +259,19 @@ func TestRunRetrainerServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
+	reg := featurestore.NewRegistry(rdb, "serve")
+	stale := &mil.Dataset{Classes: []string{"a", "b"}, Dim: 2, Bags: []mil.Bag{
+		{ID: "s0", Instances: [][]float64{{0, 0.5}}, Labels: []int{0}}, {ID: "s1", Instances: [][]float64{{5, 0.5}}, Labels: []int{1}}}}
+	m, err := streamtest.CentroidKind().Fit(context.Background(), stale, models.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ := models.Encode(m)
+	for range 2 {
+		if _, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var stdout, stderr syncBuffer
 	env := Env{Stdout: &stdout, Stderr: &stderr, Kinds: models.NewRegistry(streamtest.CentroidKind())}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -270,12 +288,11 @@ func TestRunRetrainerServe(t *testing.T) {
 	if err := RunIngest(context.Background(), ienv, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", "-"}); err != nil {
 		t.Fatal(err)
 	}
-	reg := featurestore.NewRegistry(rdb, "serve")
 	deadline := time.Now().Add(20 * time.Second)
 	var meta featurestore.VersionMeta
 	for {
 		_, meta, err = reg.Current(context.Background())
-		if err == nil && meta.Version == "v2" {
+		if err == nil && meta.Version == "v4" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -284,8 +301,17 @@ func TestRunRetrainerServe(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The toy classes are separable: the held-out loss is zero.
-	if loss, ok := meta.Metrics["heldout_hamming_loss"]; meta.Kind != streamtest.KindName || meta.Parent != "v1" || !ok || loss != 0 {
+	if loss, ok := meta.Metrics["heldout_hamming_loss"]; meta.Kind != streamtest.KindName || meta.Parent != "v3" || !ok || loss != 0 {
 		t.Errorf("promoted %+v", meta)
+	}
+	// The first promotion (v3) pruned the stale v1 and v2; the second kept
+	// v3, now previous.
+	vs, err := reg.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 2 || vs[0].Version != "v3" || vs[1].Version != "v4" {
+		t.Errorf("registry holds %+v, want v3 and v4", vs)
 	}
 	cancel()
 	if err := <-done; err != nil {
