@@ -4,23 +4,24 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/mimlstream/mimlstream/internal/demo"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := demo.Run(ctx, catalog.New(), os.Stdout, os.Stderr, os.Args[1:])
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	os.Exit(code)
+}
+
+// run is the whole command but for the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return service.ExitCode("demo", stderr, demo.Run(ctx, catalog.New(), stdout, stderr, args))
 }

@@ -5,9 +5,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,10 +16,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := service.RunIngest(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr, Kinds: catalog.New()}, os.Args[1:])
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "ingest:", err)
-		os.Exit(1)
-	}
+	os.Exit(code)
+}
+
+// run is the whole command but for the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := service.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Kinds: catalog.New()}
+	return service.ExitCode("ingest", stderr, service.RunIngest(ctx, env, args))
 }
