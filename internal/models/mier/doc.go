@@ -78,6 +78,45 @@
 //   - Annotate is the same in inductive and transductive modes (a known bag
 //     label would be the answer itself); instance-level fields are nil.
 //
+// # Results on MIML Scene (2000 bags, 9×15-d instances, 5 labels), 5-fold
+//
+// MIER_REPRO=1 MIER_CONFIGS='<params>;…' go test -run TestSceneReproduction
+// -v -timeout 90m ./internal/models/mier (seed 1; mean ± std over folds;
+// standardised features, mean holistic vector unless said; SVM grid=small):
+//
+//	params                          Hamming     one-error   coverage    rank loss   avg prec
+//	paper Ours (SVM)                0.175±.004  0.355±.016  0.980±.026  0.174±.007  0.794±.011
+//	paper Ours (3NN)                0.187±.011  0.350±.017  0.995±.012  0.182±.014  0.795±.026
+//	paper SVM (holistic)            0.228±.011  0.374±.011  1.041±.018  0.209±.011  0.695±.021
+//	shared svm r=2 (default)        0.238±.013  0.476±.039  1.509±.073  0.304±.024  0.672±.023
+//	shared svm r=4                  0.199±.008  0.376±.019  1.185±.037  0.227±.010  0.747±.011
+//	shared svm r=8                  0.187±.003  0.349±.015  1.075±.068  0.198±.013  0.769±.013
+//	shared svm r=2 projection=pca   0.333±.006  0.715±.024  2.141±.087  0.476±.016  0.512±.013
+//	shared svm r=4 projection=pca   0.296±.009  0.623±.025  1.832±.087  0.402±.026  0.586±.019
+//	perbag svm r=2                  0.338±.011  0.727±.017  2.168±.074  0.484±.014  0.504±.012
+//	none svm (mean)                 0.177±.003  0.325±.010  0.989±.047  0.176±.008  0.787±.006
+//	none svm holistic=median        0.186±.007  0.345±.012  1.023±.041  0.185±.008  0.776±.008
+//	none svm holistic=max           0.181±.006  0.331±.016  1.011±.034  0.183±.010  0.781±.010
+//	shared knn r=2                  0.258±.005  0.515±.020  1.474±.027  0.306±.008  0.661±.011
+//	shared knn r=8                  0.228±.007  0.441±.026  1.254±.040  0.250±.016  0.714±.017
+//	perbag knn r=2                  0.348±.007  0.730±.026  2.127±.082  0.475±.026  0.509±.022
+//	none knn (mean)                 0.223±.006  0.432±.021  1.232±.047  0.243±.015  0.718±.013
+//
+// Readings. Shared reproduces, per-bag does not: per-bag coordinates are
+// near chance (AP 0.50 for 5 labels), as the symmetry argument predicts.
+// The ℓ1 ratio is far better than PCA at the same r (AP 0.672 vs 0.512 at
+// r=2, 0.747 vs 0.586 at r=4), so the local term earns its place. But on
+// this data the projection only removes information: quality rises
+// monotonically with r up to r=d, where a shared W is a rotation and the
+// RBF SVM and 3-NN give exactly the answers of mode none (a test). The
+// paper's "Ours (SVM)" numbers are matched here by the SVM on the mean
+// holistic vector itself (0.177 / 0.787), not by its r = d/10 = 2
+// projection (0.238 / 0.672, close to the paper's own holistic-SVM row).
+// The paper's real holistic vectors (whole-image features) are not public;
+// the mean of the regions is a much stronger whole-image vector than the
+// paper's baseline row suggests theirs was. Among constructions, mean >
+// max > median, all within 0.01 AP.
+//
 // # Parameters (models.Params, --param key=value)
 //
 // mode (shared|perbag|none), classifier (svm|knn), holistic
