@@ -209,7 +209,7 @@ func (ks *kernelSolver) fit(ctx context.Context, p *problem, ht latent, maxIter 
 			best, bestP = r, obj
 		}
 		next := p.infer(r.s)
-		if next.equal(ht) || prev-obj < eps*math.Max(1, math.Abs(obj)) && prev-obj >= 0 {
+		if next.equal(ht) || (prev-obj >= 0 && prev-obj < eps*math.Max(1, math.Abs(obj))) {
 			break
 		}
 		prev = obj

@@ -137,7 +137,7 @@ func (ls *linearSolver) fit(ctx context.Context, p *problem, ht latent, maxIter 
 			copy(best, w)
 		}
 		next := p.infer(s)
-		if next.equal(ht) || prev-obj < eps*math.Max(1, math.Abs(obj)) && prev-obj >= 0 {
+		if next.equal(ht) || (prev-obj >= 0 && prev-obj < eps*math.Max(1, math.Abs(obj))) {
 			break
 		}
 		prev = obj
