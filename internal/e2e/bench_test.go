@@ -12,11 +12,11 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream"
+	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
 )
 
 // BenchmarkPipeline measures, in one run on loopback, the end-to-end
@@ -45,33 +45,16 @@ func BenchmarkPipeline(b *testing.B) {
 
 	// The pipeline.
 	topics := stream.DefaultTopics()
-	br, err := broker.Start(broker.Options{Partitions: 4, Topics: topics.All()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	brokers := br.Addrs()
+	brokers := streamtest.StartBroker(b, 4, topics.All()...)
 	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
-		addr, stop, err := featurestore.StartEmbedded()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer stop()
-		if rdb, err = featurestore.Connect(context.Background(), featurestore.Options{Addr: addr}); err != nil {
-			b.Fatal(err)
-		}
+		_, rdb, _ = streamtest.StartRedis(b)
+	} else {
+		defer rdb.Close()
 	}
-	defer rdb.Close()
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	reg := featurestore.NewRegistry(rdb, prefix+":models")
-	defer func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	}()
+	defer streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
 	meta, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{})
 	if err != nil {
 		b.Fatal(err)

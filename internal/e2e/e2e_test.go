@@ -45,24 +45,7 @@ func dummyAccuracy(t *testing.T, ds *mil.Dataset, mode models.Mode) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	right, n := 0, 0
-	for i := range ds.Bags {
-		b := ds.Bags[i]
-		if mode == models.Inductive {
-			b.Labels = nil
-		}
-		a, err := m.Annotate(context.Background(), &b, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, l := range b.InstanceLabels {
-			n++
-			if a.InstanceLabels != nil && a.InstanceLabels[j] == l {
-				right++
-			}
-		}
-	}
-	return float64(right) / float64(n)
+	return streamtest.InstanceAccuracy(t, m, ds, mode)
 }
 
 // TestEndToEndMSCV2 streams MSCV2 (half the bags keep their labels) through
@@ -129,24 +112,14 @@ func TestKillAnnotatorMidStream(t *testing.T) {
 	victim := e.startAnnotator("victim", annotatorOpts{})
 	e.startAnnotator("survivor", annotatorOpts{})
 	pub := e.publisher(0.5)
-	published := make(chan error, 1)
-	go func() {
-		// A paced stream (about 3 s), so the kill lands in the middle of it.
-		for i := 0; i < len(ds.Bags); i += 20 {
-			if _, err := pub.PublishDataset(ctx, ds, ds.Bags[i:min(i+20, len(ds.Bags))]); err != nil {
-				published <- err
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		published <- nil
-	}()
+	// A paced stream (about 3 s), so the kill lands in the middle of it.
+	published := publishPaced(ctx, pub, ds, 100*time.Millisecond)
 	// Kill the victim once it is a working member of the group: it has
 	// annotated bags. (Killing it while its JoinGroup is in flight hits a
 	// kfake quirk: a member whose join response cannot be delivered gets no
 	// session timer and keeps its partitions forever; a real broker expires
 	// it after the session timeout.)
-	waitUntil(t, 60*time.Second, "victim annotating", func() bool {
+	streamtest.WaitFor(t, 60*time.Second, "victim annotating", func() bool {
 		out.mu.Lock()
 		defer out.mu.Unlock()
 		for _, as := range out.anns {
@@ -277,7 +250,7 @@ func TestRedisOutage(t *testing.T) {
 	defer cancel()
 	out := e.tail(ctx)
 	a := e.startAnnotator("a1", annotatorOpts{redis: proxy.Addr(), listen: true})
-	waitUntil(t, 20*time.Second, "annotator ready", func() bool { return a.readyVersion() == v1 })
+	streamtest.WaitFor(t, 20*time.Second, "annotator ready", func() bool { return a.readyVersion() == v1 })
 
 	rdb, err := featurestore.Connect(ctx, featurestore.Options{Addr: proxy.Addr()})
 	if err != nil {
@@ -306,34 +279,24 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatalf("annotator exited during the outage: %v", a.err)
 	default:
 	}
-	waitUntil(t, 20*time.Second, "retrainer window", func() bool { return r.Len() > 50 })
-	type result struct {
-		res stream.RefitResult
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		res, err := r.Refit(ctx)
-		got <- result{res, err}
-	}()
-	select {
-	case g := <-got:
-		t.Fatalf("refit finished while Redis was down: %+v %v", g.res, g.err)
-	case <-time.After(time.Second):
-	}
+	streamtest.WaitFor(t, 20*time.Second, "retrainer window", func() bool { return r.Len() > 50 })
+	var res stream.RefitResult
+	done := streamtest.StaysBlocked(t, time.Second, "refit with Redis down", func() (err error) {
+		res, err = r.Refit(ctx)
+		return err
+	})
 	if err := proxy.Up(); err != nil {
 		t.Fatal(err)
 	}
-	var g result
 	select {
-	case g = <-got:
+	case err := <-done:
+		if err != nil || !res.Promoted {
+			t.Fatalf("refit after the outage: %+v %v", res, err)
+		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("refit did not finish after Redis came back")
 	}
-	if g.err != nil || !g.res.Promoted {
-		t.Fatalf("refit after the outage: %+v %v", g.res, g.err)
-	}
-	waitUntil(t, 5*time.Second, "annotator picks up the retrained model", func() bool { return a.readyVersion() == g.res.Version })
+	streamtest.WaitFor(t, 5*time.Second, "annotator picks up the retrained model", func() bool { return a.readyVersion() == res.Version })
 }
 
 // TestPromotionAndRollbackReachEveryAnnotator measures how long a promotion
@@ -355,7 +318,7 @@ func TestPromotionAndRollbackReachEveryAnnotator(t *testing.T) {
 			return true
 		}
 	}
-	waitUntil(t, 20*time.Second, "annotators ready", all(v1))
+	streamtest.WaitFor(t, 20*time.Second, "annotators ready", all(v1))
 	// A distinct blob: the same model under other provenance params.
 	var env map[string]any
 	if err := json.Unmarshal(blob, &env); err != nil {
@@ -364,26 +327,14 @@ func TestPromotionAndRollbackReachEveryAnnotator(t *testing.T) {
 	env["meta"].(map[string]any)["params"] = map[string]any{"note": "second"}
 	blob2, _ := json.Marshal(env)
 	v2 := e.promote(blob2)
-	d := waitUntil(t, time.Second, "promotion reaches every annotator", all(v2))
+	d := streamtest.WaitFor(t, time.Second, "promotion reaches every annotator", all(v2))
 	t.Logf("promotion %s -> %s reached 2 annotators in %v", v1, v2, d)
 	back, err := e.reg.Rollback(context.Background())
 	if err != nil || back != v1 {
 		t.Fatalf("rollback = %s, %v", back, err)
 	}
-	d = waitUntil(t, time.Second, "rollback reaches every annotator", all(v1))
+	d = streamtest.WaitFor(t, time.Second, "rollback reaches every annotator", all(v1))
 	t.Logf("rollback to %s reached 2 annotators in %v", v1, d)
-}
-
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // TestSIGTERMDrainsAndCommits stops an annotator process with SIGTERM in the
@@ -398,17 +349,7 @@ func TestSIGTERMDrainsAndCommits(t *testing.T) {
 	out := e.tail(ctx)
 	first := e.startAnnotator("first", annotatorOpts{})
 	pub := e.publisher(0.5)
-	published := make(chan error, 1)
-	go func() {
-		for i := 0; i < len(ds.Bags); i += 20 {
-			if _, err := pub.PublishDataset(ctx, ds, ds.Bags[i:min(i+20, len(ds.Bags))]); err != nil {
-				published <- err
-				return
-			}
-			time.Sleep(40 * time.Millisecond)
-		}
-		published <- nil
-	}()
+	published := publishPaced(ctx, pub, ds, 40*time.Millisecond)
 	out.waitIDs(t, len(ds.Bags)/3, 60*time.Second)
 	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

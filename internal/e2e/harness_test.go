@@ -21,7 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -30,6 +29,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
 	"github.com/mimlstream/mimlstream/internal/stream"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
 )
 
 // roleEnv makes the test binary act as a service: the annotators of these
@@ -73,22 +73,14 @@ func newEnv(t *testing.T) *env {
 		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
 	}
 	topics := stream.DefaultTopics()
-	b, err := broker.Start(broker.Options{Partitions: 4, Topics: topics.All()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	brokers := streamtest.StartBroker(t, 4, topics.All()...)
 	prefix := fmt.Sprintf("e2e-%s-%d", t.Name(), time.Now().UnixNano())
 	t.Cleanup(func() {
-		ctx := context.Background()
 		// Keys carry the prefix inside a hash tag: {prefix:models}:...
-		iter := rdb.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
+		streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
 		rdb.Close()
 	})
-	return &env{t: t, brokers: b.Addrs(), topics: topics, rdb: rdb, prefix: prefix,
+	return &env{t: t, brokers: brokers, topics: topics, rdb: rdb, prefix: prefix,
 		reg: featurestore.NewRegistry(rdb, prefix+":models")}
 }
 
@@ -310,4 +302,21 @@ func (e *env) publisher(fraction float64) *stream.Publisher {
 	}
 	e.t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// publishPaced publishes ds in slices of 20 bags with a pause after each,
+// in the background; the channel yields the outcome.
+func publishPaced(ctx context.Context, pub *stream.Publisher, ds *mil.Dataset, pause time.Duration) <-chan error {
+	published := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(ds.Bags); i += 20 {
+			if _, err := pub.PublishDataset(ctx, ds, ds.Bags[i:min(i+20, len(ds.Bags))]); err != nil {
+				published <- err
+				return
+			}
+			time.Sleep(pause)
+		}
+		published <- nil
+	}()
+	return published
 }

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/telemetry"
 	"github.com/mimlstream/mimlstream/schemas"
 )
 
@@ -396,7 +397,7 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.W
 // process turns one input message into an annotation or a dead letter.
 func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Message) output {
 	p := a.cfg.Obs.Propagator
-	ctx = extractContext(ctx, p, in.Headers)
+	ctx = telemetry.Extract(ctx, p, in.Headers)
 	ctx, span := a.tracer.Start(ctx, "annotate", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		attribute.String("messaging.system", "kafka"),
 		attribute.String("messaging.destination.name", in.Topic),

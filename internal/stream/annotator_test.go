@@ -13,7 +13,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -35,22 +34,9 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	topics := DefaultTopics()
-	b, err := broker.Start(broker.Options{Partitions: 3, Topics: topics.All()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	addr, stop, err := featurestore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return &harness{t: t, brokers: b.Addrs(), topics: topics, reg: featurestore.NewRegistry(rdb, "t"),
+	brokers := streamtest.StartBroker(t, 3, topics.All()...)
+	_, rdb, stop := streamtest.StartRedis(t)
+	return &harness{t: t, brokers: brokers, topics: topics, reg: featurestore.NewRegistry(rdb, "t"),
 		cache: featurestore.NewCache(rdb, "tf", time.Minute, 10000), kinds: models.NewRegistry(streamtest.CentroidKind()), stopRed: stop}
 }
 
@@ -297,20 +283,6 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 5 ms and returns how long it took to hold, or
-// fails after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -321,10 +293,10 @@ func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	slow := func(c *AnnotatorConfig) { c.PollInterval = time.Minute }
 	a1, done1 := h.startAnnotator(ctx, "a1", slow)
 	a2, done2 := h.startAnnotator(ctx, "a2", slow)
-	waitFor(t, 5*time.Second, "annotators ready", func() bool { return a1.Ready() && a2.Ready() })
+	streamtest.WaitFor(t, 5*time.Second, "annotators ready", func() bool { return a1.Ready() && a2.Ready() })
 
 	v2 := h.publishModel(ds, models.Params{"iters": "3"})
-	d := waitFor(t, time.Second, "promotion reaches both annotators", func() bool {
+	d := streamtest.WaitFor(t, time.Second, "promotion reaches both annotators", func() bool {
 		return a1.ModelVersion() == v2 && a2.ModelVersion() == v2
 	})
 	t.Logf("promotion of %s reached both annotators in %v", v2, d)
@@ -348,7 +320,7 @@ func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	if err != nil || back != v1 {
 		t.Fatalf("rollback = %s, %v; want %s", back, err, v1)
 	}
-	d = waitFor(t, time.Second, "rollback reaches both annotators", func() bool {
+	d = streamtest.WaitFor(t, time.Second, "rollback reaches both annotators", func() bool {
 		return a1.ModelVersion() == v1 && a2.ModelVersion() == v1
 	})
 	t.Logf("rollback to %s reached both annotators in %v", v1, d)
@@ -367,7 +339,7 @@ func TestAnnotatorKeepsServingWhenRedisIsDown(t *testing.T) {
 	ds := smallDataset(40)
 	v1 := h.publishModel(ds, nil)
 	a, done := h.startAnnotator(ctx, "a1", nil)
-	waitFor(t, 5*time.Second, "annotator ready", a.Ready)
+	streamtest.WaitFor(t, 5*time.Second, "annotator ready", a.Ready)
 	h.stopRed()
 
 	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5})

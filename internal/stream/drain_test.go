@@ -70,7 +70,7 @@ func TestShutdownMidBatchCompletesTheBatch(t *testing.T) {
 		c.Workers, c.BatchSize, c.BatchWait, c.Cache = 1, 5, 200*time.Millisecond, nil
 	}
 	a, done := h.startAnnotator(ctx, "first", one)
-	waitFor(t, 10*time.Second, "ready", a.Ready)
+	streamtest.WaitFor(t, 10*time.Second, "ready", a.Ready)
 	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
 	if err != nil {
 		t.Fatal(err)

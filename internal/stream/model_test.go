@@ -39,16 +39,7 @@ func TestCachedMapperMatchesDirectAnnotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	fm := m.(FeatureMapper)
-	addr, stop, err := featurestore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	_, rdb, _ := streamtest.StartRedis(t)
 	redisCache := &cachedMapper{cache: featurestore.NewCache(rdb, "c", time.Minute, 1000), log: slog.New(slog.DiscardHandler), cooldown: time.Minute}
 	fail := &failingCache{}
 	downCache := &cachedMapper{cache: fail, log: slog.New(slog.DiscardHandler), cooldown: time.Minute}

@@ -79,7 +79,7 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
-	waitFor(t, 20*time.Second, "two refits", func() bool { return len(r.Results()) >= 2 })
+	streamtest.WaitFor(t, 20*time.Second, "two refits", func() bool { return len(r.Results()) >= 2 })
 	res := r.Results()
 	if !res[0].Promoted || res[0].Reason != "no current model" {
 		t.Errorf("first refit %+v, want promoted as the first model", res[0])
@@ -112,7 +112,7 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	r2 := h.retrainer(func(c *RetrainerConfig) { c.Every = 1000 })
 	rctx, rcancel = context.WithCancel(ctx)
 	go func() { done <- r2.Run(rctx) }()
-	waitFor(t, 10*time.Second, "window rebuilt", func() bool { return r2.Len() == 60 })
+	streamtest.WaitFor(t, 10*time.Second, "window rebuilt", func() bool { return r2.Len() == 60 })
 	rcancel()
 	<-done
 }
@@ -153,7 +153,7 @@ func TestRetrainerRefusesWorseCandidate(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _ = r.Run(rctx) }()
-	waitFor(t, 10*time.Second, "window filled", func() bool { return r.Len() == 60 })
+	streamtest.WaitFor(t, 10*time.Second, "window filled", func() bool { return r.Len() == 60 })
 	res, err := r.Refit(rctx)
 	if err != nil {
 		t.Fatal(err)
@@ -170,11 +170,7 @@ func TestRetrainerRefusesWorseCandidate(t *testing.T) {
 func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 	topics := DefaultTopics()
 	h := newHarness(t)
-	addr, stop, err := featurestore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr, _, _ := streamtest.StartRedis(t)
 	proxy, err := streamtest.NewProxy(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -202,28 +198,19 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 	proxy.Down()
 	r := h.retrainer(func(c *RetrainerConfig) { c.Store = reg; c.Every = 1000 })
 	go func() { _ = r.Run(ctx) }()
-	waitFor(t, 10*time.Second, "window filled", func() bool { return r.Len() == 40 })
-	type result struct {
-		res RefitResult
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		res, err := r.Refit(ctx)
-		got <- result{res, err}
-	}()
-	select {
-	case g := <-got:
-		t.Fatalf("refit returned while Redis was down: %+v %v", g.res, g.err)
-	case <-time.After(700 * time.Millisecond):
-	}
+	streamtest.WaitFor(t, 10*time.Second, "window filled", func() bool { return r.Len() == 40 })
+	var res RefitResult
+	done := streamtest.StaysBlocked(t, 700*time.Millisecond, "refit with Redis down", func() (err error) {
+		res, err = r.Refit(ctx)
+		return err
+	})
 	if err := proxy.Up(); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case g := <-got:
-		if g.err != nil || !g.res.Promoted {
-			t.Fatalf("after Redis came back: %+v %v", g.res, g.err)
+	case err := <-done:
+		if err != nil || !res.Promoted {
+			t.Fatalf("after Redis came back: %+v %v", res, err)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("refit did not complete after Redis came back")

@@ -53,8 +53,3 @@ func messageHeaders(ctx context.Context, p propagation.TextMapPropagator) []kafk
 	telemetry.Inject(ctx, p, &h)
 	return h
 }
-
-// extractContext returns ctx carrying the remote span context of a message.
-func extractContext(ctx context.Context, p propagation.TextMapPropagator, h []kafka.Header) context.Context {
-	return telemetry.Extract(ctx, p, h)
-}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -69,27 +68,11 @@ and writes annotations and dead letters. Serves /healthz, /readyz and
 	if err := kf.check(); err != nil {
 		return err
 	}
-	level, err := tf.level()
+	log, prov, stop, err := start(ctx, env, "annotator", &kf, &tf, "name", *name)
 	if err != nil {
 		return err
 	}
-	log := env.logger(level).With("service", "annotator", "name", *name)
-	prov, err := tf.setup(ctx, "annotator")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := prov.Shutdown(sctx); err != nil {
-			log.Warn("telemetry shutdown", "err", err)
-		}
-	}()
-	if kf.create {
-		if err := broker.EnsureTopics(ctx, kf.brokers, kf.partitions, kf.topics.All()...); err != nil {
-			return err
-		}
-	}
+	defer stop()
 	rdb, err := rf.connect(ctx, log)
 	if err != nil {
 		if ctx.Err() != nil {

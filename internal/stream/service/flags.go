@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/stream"
@@ -144,6 +145,35 @@ func (t *telemetryFlags) level() (slog.Level, error) {
 
 func observability(p *telemetry.Providers, log *slog.Logger) stream.Observability {
 	return stream.Observability{Tracer: p.Tracer, Meter: p.Meter, Propagator: p.Propagator, Logger: log}
+}
+
+// start does what every service does once its flags are parsed: a logger at
+// --log-level carrying the service name and logAttrs, telemetry, and the
+// topics when --create-topics. stop flushes and closes the telemetry.
+func start(ctx context.Context, env Env, service string, kf *kafkaFlags, tf *telemetryFlags, logAttrs ...any) (log *slog.Logger, prov *telemetry.Providers, stop func(), err error) {
+	level, err := tf.level()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log = env.logger(level).With(append([]any{"service", service}, logAttrs...)...)
+	prov, err = tf.setup(ctx, service)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop = func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := prov.Shutdown(sctx); err != nil {
+			log.Warn("telemetry shutdown", "err", err)
+		}
+	}
+	if kf.create {
+		if err := broker.EnsureTopics(ctx, kf.brokers, kf.partitions, kf.topics.All()...); err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+	}
+	return log, prov, stop, nil
 }
 
 // parse parses the flags with the environment fallback.

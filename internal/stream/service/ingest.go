@@ -16,7 +16,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/stream"
@@ -75,25 +74,11 @@ JSON lines) until stopped. Invalid bags go to the dead-letter topic.`, env.Stder
 	if n != 1 {
 		return errors.New("give exactly one of --data, --jsonl and --listen")
 	}
-	level, err := f.tf.level()
+	log, prov, stop, err := start(ctx, env, "ingest", &f.kf, &f.tf)
 	if err != nil {
 		return err
 	}
-	log := env.logger(level).With("service", "ingest")
-	prov, err := f.tf.setup(ctx, "ingest")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = prov.Shutdown(sctx)
-	}()
-	if f.kf.create {
-		if err := broker.EnsureTopics(ctx, f.kf.brokers, f.kf.partitions, f.kf.topics.All()...); err != nil {
-			return err
-		}
-	}
+	defer stop()
 	pub, err := stream.NewPublisher(stream.PublisherConfig{Brokers: f.kf.brokers, Topics: f.kf.topics, LabelFraction: f.labelFraction,
 		Seed: f.seed, WithInstanceLabels: f.withInstanceLabels, MaxMessageBytes: f.maxBytes, Obs: observability(prov, log)})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
@@ -91,25 +90,11 @@ and promotes it when its Hamming loss is not worse by more than --margin.`, env.
 	if err != nil {
 		return err
 	}
-	level, err := tf.level()
+	log, prov, stop, err := start(ctx, env, "retrainer", &kf, &tf)
 	if err != nil {
 		return err
 	}
-	log := env.logger(level).With("service", "retrainer")
-	prov, err := tf.setup(ctx, "retrainer")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = prov.Shutdown(sctx)
-	}()
-	if kf.create {
-		if err := broker.EnsureTopics(ctx, kf.brokers, kf.partitions, kf.topics.All()...); err != nil {
-			return err
-		}
-	}
+	defer stop()
 	rdb, err := rf.connect(ctx, log)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -133,11 +118,11 @@ and promotes it when its Hamming loss is not worse by more than --margin.`, env.
 		_ = json.NewEncoder(w).Encode(r.Results())
 	})
 	mux.Handle("GET /metrics", prov.MetricsHandler)
-	stop, err := serveHTTP(*listen, mux, log)
+	stopHTTP, err := serveHTTP(*listen, mux, log)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer stopHTTP()
 	return r.Run(ctx)
 }
 

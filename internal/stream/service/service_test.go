@@ -16,7 +16,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -26,13 +25,7 @@ import (
 )
 
 func startBroker(t *testing.T) []string {
-	t.Helper()
-	b, err := broker.Start(broker.Options{Partitions: 2, Topics: stream.DefaultTopics().All()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	return b.Addrs()
+	return streamtest.StartBroker(t, 2, stream.DefaultTopics().All()...)
 }
 
 // readTopic returns the values of the first n messages of topic.
@@ -174,11 +167,7 @@ func TestRunIngestFiles(t *testing.T) {
 }
 
 func TestRunFitPublishesAndPromotes(t *testing.T) {
-	addr, stop, err := featurestore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr, rdb, _ := streamtest.StartRedis(t)
 	var stdout, stderr bytes.Buffer
 	env := Env{Stdout: &stdout, Stderr: &stderr, Kinds: models.NewRegistry(streamtest.CentroidKind())}
 	args := []string{"--redis", addr, "--registry-prefix", "fit", "--data", "../../../testdata/mscv2/MSCV2.mat", "--model", streamtest.KindName,
@@ -198,11 +187,6 @@ func TestRunFitPublishesAndPromotes(t *testing.T) {
 	if got.Version != "v1" || got.Kind != streamtest.KindName || got.Dim != 48 || !got.Promoted {
 		t.Errorf("fit output %+v", got)
 	}
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
 	blob, meta, err := featurestore.NewRegistry(rdb, "fit").Current(context.Background())
 	if err != nil || meta.Version != "v1" {
 		t.Fatalf("current %s, %v", meta.Version, err)
@@ -249,16 +233,7 @@ func TestRedisOptions(t *testing.T) {
 func TestRunRetrainerServe(t *testing.T) {
 	t.Setenv(cli.EnvName("retrainer-serve", "keep-versions"), "1")
 	brokers := startBroker(t)
-	addr, stop, err := featurestore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	addr, rdb, _ := streamtest.StartRedis(t)
 	reg := featurestore.NewRegistry(rdb, "serve")
 	stale := &mil.Dataset{Classes: []string{"a", "b"}, Dim: 2, Bags: []mil.Bag{
 		{ID: "s0", Instances: [][]float64{{0, 0.5}}, Labels: []int{0}}, {ID: "s1", Instances: [][]float64{{5, 0.5}}, Labels: []int{1}}}}

@@ -11,30 +11,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models"
 )
 
-// InstanceAccuracy returns the fraction of instances whose predicted label
-// equals the ground truth.
-func instanceAccuracy(t *testing.T, m models.Model, ds *mil.Dataset, mode models.Mode) float64 {
-	t.Helper()
-	right, n := 0, 0
-	for i := range ds.Bags {
-		b := ds.Bags[i]
-		if mode == models.Inductive {
-			b.Labels = nil
-		}
-		a, err := m.Annotate(context.Background(), &b, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, l := range b.InstanceLabels {
-			n++
-			if a.InstanceLabels[j] == l {
-				right++
-			}
-		}
-	}
-	return float64(right) / float64(n)
-}
-
 func TestCentroidOnMSCV2(t *testing.T) {
 	ds, err := dataset.Load("../../../testdata/mscv2/MSCV2.mat")
 	if err != nil {
@@ -55,8 +31,8 @@ func TestCentroidOnMSCV2(t *testing.T) {
 		maj = max(maj, c)
 	}
 	dummy := float64(maj) / float64(ds.NumInstances())
-	ind := instanceAccuracy(t, m, ds, models.Inductive)
-	tr := instanceAccuracy(t, m, ds, models.Transductive)
+	ind := InstanceAccuracy(t, m, ds, models.Inductive)
+	tr := InstanceAccuracy(t, m, ds, models.Transductive)
 	t.Logf("instance accuracy: dummy %.3f, inductive %.3f, transductive %.3f", dummy, ind, tr)
 	if ind < 2*dummy || tr < ind {
 		t.Errorf("centroid model too weak to test the pipeline: dummy %.3f inductive %.3f transductive %.3f", dummy, ind, tr)
@@ -70,7 +46,7 @@ func TestCentroidOnMSCV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := instanceAccuracy(t, m2, ds, models.Inductive), ind; a != b {
+	if a, b := InstanceAccuracy(t, m2, ds, models.Inductive), ind; a != b {
 		t.Errorf("decoded model differs: %v vs %v", a, b)
 	}
 }

@@ -1,0 +1,110 @@
+package streamtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/broker"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// The helpers below are shared by the tests of the stream packages and the
+// end-to-end tests. Each stops what it starts when the test ends.
+
+// StartBroker starts an embedded broker holding topics with the given
+// number of partitions and returns its addresses.
+func StartBroker(t testing.TB, partitions int, topics ...string) []string {
+	t.Helper()
+	b, err := broker.Start(broker.Options{Partitions: partitions, Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b.Addrs()
+}
+
+// StartRedis starts an in-process Redis and returns its address, a client
+// and a function that stops the server early (to test an outage).
+func StartRedis(t testing.TB) (addr string, rdb *redis.Client, stop func()) {
+	t.Helper()
+	addr, stop, err := featurestore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	rdb, err = featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return addr, rdb, stop
+}
+
+// DeleteKeys deletes the keys of a Redis shared between tests whose names
+// start with pattern's literal prefix (a SCAN MATCH pattern).
+func DeleteKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) {
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		rdb.Del(ctx, iter.Val())
+	}
+}
+
+// WaitFor polls cond every 5 ms and returns how long it took to hold, or
+// fails the test after limit.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// StaysBlocked runs fn in the background, fails the test if fn returns
+// within d (it should be waiting on something the test withholds, such as
+// Redis), and returns a channel that yields fn's error once it does return.
+func StaysBlocked(t testing.TB, d time.Duration, what string, fn func() error) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		t.Fatalf("%s returned within %v (err %v); it should still be waiting", what, d, err)
+	case <-time.After(d):
+	}
+	return done
+}
+
+// InstanceAccuracy annotates every bag of ds in mode (its labels hidden
+// when inductive) and returns the fraction of instances whose predicted
+// label is the ground truth; a model that predicts no instance labels
+// scores 0 on the bag.
+func InstanceAccuracy(t testing.TB, m models.Model, ds *mil.Dataset, mode models.Mode) float64 {
+	t.Helper()
+	right, n := 0, 0
+	for i := range ds.Bags {
+		b := ds.Bags[i]
+		if mode == models.Inductive {
+			b.Labels = nil
+		}
+		a, err := m.Annotate(context.Background(), &b, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, l := range b.InstanceLabels {
+			n++
+			if a.InstanceLabels != nil && a.InstanceLabels[j] == l {
+				right++
+			}
+		}
+	}
+	return float64(right) / float64(n)
+}
