@@ -82,11 +82,12 @@ func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	if v.maxBytes > 0 && len(raw) > v.maxBytes {
 		return nil, reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), v.maxBytes))
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := decodeDocument(raw)
 	if err != nil {
 		return nil, reject(ReasonMalformedJSON, err)
 	}
-	if err := precheck(doc); err != nil {
+	instances, err := precheck(doc)
+	if err != nil {
 		return nil, err
 	}
 	if err := v.schemas.Bag.Validate(doc); err != nil {
@@ -94,7 +95,7 @@ func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	}
 	// The document is already parsed and its shape checked: build the
 	// message from it rather than parsing the bytes a second time.
-	m, err := bagFromDoc(doc.(map[string]any))
+	m, err := bagFromDoc(doc.(map[string]any), instances)
 	if err != nil {
 		// Only a value the Go types cannot hold remains (an integer
 		// overflowing int, say).
@@ -110,38 +111,31 @@ func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	return m, nil
 }
 
-// bagFromDoc converts a document that passed the bag schema.
-func bagFromDoc(obj map[string]any) (*BagMessage, error) {
-	m := &BagMessage{}
+// bagFromDoc converts a document that passed the bag schema; instances are
+// its feature vectors as precheck converted them. Strings are cloned: they
+// are substrings of the whole message, which a retrainer window would
+// otherwise keep alive.
+func bagFromDoc(obj map[string]any, instances [][]float64) (*BagMessage, error) {
+	if instances == nil {
+		// precheck converts every instance the schema accepts.
+		return nil, errors.New("instances: not arrays of numbers")
+	}
+	m := &BagMessage{Instances: instances}
 	var err error
 	if m.SchemaVersion, err = toInt(obj["schema_version"]); err != nil {
 		return nil, fmt.Errorf("schema_version: %w", err)
 	}
-	m.ID, _ = obj["id"].(string)
-	m.Source, _ = obj["source"].(string)
+	id, _ := obj["id"].(string)
+	source, _ := obj["source"].(string)
+	m.ID, m.Source = strings.Clone(id), strings.Clone(source)
 	if m.Dim, err = toInt(obj["dim"]); err != nil {
 		return nil, fmt.Errorf("dim: %w", err)
-	}
-	rows, _ := obj["instances"].([]any)
-	m.Instances = make([][]float64, len(rows))
-	for i, r := range rows {
-		vals, _ := r.([]any)
-		x := make([]float64, len(vals))
-		for j, v := range vals {
-			n, ok := v.(json.Number)
-			if !ok {
-				return nil, fmt.Errorf("instance %d feature %d is %T, not a number", i, j, v)
-			}
-			if x[j], err = n.Float64(); err != nil {
-				return nil, fmt.Errorf("instance %d feature %d: %w", i, j, err)
-			}
-		}
-		m.Instances[i] = x
 	}
 	if cs, ok := obj["classes"].([]any); ok {
 		m.Classes = make([]string, len(cs))
 		for i, c := range cs {
-			m.Classes[i], _ = c.(string)
+			s, _ := c.(string)
+			m.Classes[i] = strings.Clone(s)
 		}
 	}
 	// Absent and null labels both mean unlabeled (nil); [] is a labeled
@@ -185,24 +179,43 @@ func toInts(vs []any) ([]int, error) {
 
 // precheck finds the faults the schema would report vaguely: an empty bag
 // and non-finite features, whether written as strings ("NaN", "Infinity")
-// or as numbers too large for a float64 (1e999).
-func precheck(doc any) error {
+// or as numbers too large for a float64 (1e999). Parsing each feature once
+// for that, it also returns the feature vectors when every instance is an
+// array of numbers (nil otherwise: the schema then rejects the document),
+// in one backing array.
+func precheck(doc any) ([][]float64, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	insts, ok := obj["instances"].([]any)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	if len(insts) == 0 {
-		return reject(ReasonEmptyBag, mil.ErrEmptyBag)
+		return nil, reject(ReasonEmptyBag, mil.ErrEmptyBag)
+	}
+	numeric, total := true, 0
+	for _, row := range insts {
+		vals, ok := row.([]any)
+		if !ok {
+			numeric = false
+			continue
+		}
+		total += len(vals)
+	}
+	var backing []float64
+	var out [][]float64
+	if numeric {
+		backing = make([]float64, 0, total)
+		out = make([][]float64, 0, len(insts))
 	}
 	for i, row := range insts {
 		vals, ok := row.([]any)
 		if !ok {
 			continue
 		}
+		start := len(backing)
 		for j, x := range vals {
 			var s string
 			switch t := x.(type) {
@@ -210,16 +223,31 @@ func precheck(doc any) error {
 				s = t.String()
 			case string:
 				s = strings.TrimSpace(t)
+				numeric = false
 			default:
+				numeric = false
 				continue
 			}
 			f, err := strconv.ParseFloat(s, 64)
 			if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
-				return reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
+				return nil, reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
+			}
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				numeric = false // not a number (a string the schema rejects)
+			}
+			if numeric {
+				backing = append(backing, f)
 			}
 		}
+		if numeric {
+			// Capped, so an append to one row cannot spill into the next.
+			out = append(out, backing[start:len(backing):len(backing)])
+		}
 	}
-	return nil
+	if !numeric {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // flattenSchemaError keeps the schema error on one line for dead-letter
