@@ -329,3 +329,20 @@ func TestFullRankSharedIsRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperGrid runs the paper's {10⁻⁵..10⁵}² search with inner 5-fold CV on
+// a small problem: every class must get a searched pair from the grid.
+func TestPaperGrid(t *testing.T) {
+	train, _ := split(synthetic(10, 40, 4, 3), 40)
+	m, err := Fit(context.Background(), train, models.FitOptions{Seed: 1,
+		Params: models.Params{"mode": "none", "grid": "paper", "cvfolds": "5"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, ch := range m.(*Model).st.SVM.Chosen {
+		e := math.Log10(ch.C)
+		if !ch.Searched || e != math.Round(e) || e < -5 || e > 5 {
+			t.Errorf("class %d: chosen %+v not a searched grid point", c, ch)
+		}
+	}
+}
