@@ -115,10 +115,15 @@ func TestKillAnnotatorMidStream(t *testing.T) {
 	// A paced stream (about 3 s), so the kill lands in the middle of it.
 	published := publishPaced(ctx, pub, ds, 100*time.Millisecond)
 	// Kill the victim once it is a working member of the group: it has
-	// annotated bags. (Killing it while its JoinGroup is in flight hits a
-	// kfake quirk: a member whose join response cannot be delivered gets no
-	// session timer and keeps its partitions forever; a real broker expires
-	// it after the session timeout.)
+	// annotated bags. Killing it while its JoinGroup is in flight hits a
+	// kfake limitation (pkg/kfake groups.go at the pinned commit
+	// 01f206a7e32c, the newest the module proxy serves): group.reply arms
+	// the member's session timer only after delivering the response, so a
+	// member whose JoinGroup response cannot be delivered gets none, and
+	// the leader's SyncGroup (completeLeaderSync -> clearPendingSync) then
+	// cancels the pending-sync timer that would have evicted it. The group
+	// goes stable with the dead member holding partitions until a later
+	// rebalance; a real broker expires it after the session timeout.
 	streamtest.WaitFor(t, 60*time.Second, "victim annotating", func() bool {
 		out.mu.Lock()
 		defer out.mu.Unlock()

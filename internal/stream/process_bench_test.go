@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
@@ -51,6 +53,21 @@ func BenchmarkProcess(b *testing.B) {
 	b.Run("validate", func(b *testing.B) {
 		for i := range b.N {
 			if _, err := a.validator.DecodeBag(msgs[i%len(msgs)].Value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The decoding alone, against the reference decoder it replaces.
+	b.Run("decode", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := decodeDocument(msgs[i%len(msgs)].Value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-reference", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := jsonschema.UnmarshalJSON(bytes.NewReader(msgs[i%len(msgs)].Value)); err != nil {
 				b.Fatal(err)
 			}
 		}
