@@ -1,34 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"strings"
+	"io"
 	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
 )
 
 // TestExitCodes covers what exits before the demo starts anything.
 func TestExitCodes(t *testing.T) {
-	tests := []struct {
-		args []string
-		code int
-		want []string // in stderr
-	}{
-		{[]string{"--help"}, 0, []string{"Usage: demo", "--label-fraction", "$MIMLSTREAM_DEMO_RATE"}},
-		{[]string{"-h"}, 0, []string{"Usage: demo"}},
-		{[]string{"extra"}, 1, []string{`demo: unexpected arguments ["extra"]`}},
-		{[]string{"--bogus"}, 1, []string{"bogus"}},
-	}
-	for _, tc := range tests {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), tc.args, &stdout, &stderr)
-		for _, w := range tc.want {
-			if !strings.Contains(stderr.String(), w) {
-				t.Errorf("demo %q: stderr lacks %q:\n%s", tc.args, w, stderr.String())
-			}
-		}
-		if code != tc.code {
-			t.Errorf("demo %q exits %d, want %d", tc.args, code, tc.code)
-		}
-	}
+	streamtest.CheckCommand(t, "demo", func(args []string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, stdout, stderr)
+	}, []streamtest.CommandCase{
+		{Args: []string{"--help"}, Code: 0, Stderr: []string{"Usage: demo", "--label-fraction", "$MIMLSTREAM_DEMO_RATE"}},
+		{Args: []string{"-h"}, Code: 0, Stderr: []string{"Usage: demo"}},
+		{Args: []string{"extra"}, Code: 1, Stderr: []string{`demo: unexpected arguments ["extra"]`}},
+		{Args: []string{"--bogus"}, Code: 1, Stderr: []string{"bogus"}},
+	})
 }

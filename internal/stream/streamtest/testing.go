@@ -1,7 +1,10 @@
 package streamtest
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +110,29 @@ func InstanceAccuracy(t testing.TB, m models.Model, ds *mil.Dataset, mode models
 		}
 	}
 	return float64(right) / float64(n)
+}
+
+// CommandCase is one invocation of a command and what it must do.
+type CommandCase struct {
+	Args   []string
+	Code   int      // exit code
+	Stderr []string // substrings of the standard error
+}
+
+// CheckCommand runs a command's run function (its main but for os.Exit)
+// on each case and checks the exit code and the standard error.
+func CheckCommand(t *testing.T, name string, run func(args []string, stdout, stderr io.Writer) int, cases []CommandCase) {
+	t.Helper()
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.Args, &stdout, &stderr)
+		if code != tc.Code {
+			t.Errorf("%s %q exits %d, want %d; stderr:\n%s", name, tc.Args, code, tc.Code, stderr.String())
+		}
+		for _, w := range tc.Stderr {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s %q: stderr lacks %q:\n%s", name, tc.Args, w, stderr.String())
+			}
+		}
+	}
 }
