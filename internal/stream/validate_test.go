@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/schemas"
@@ -207,6 +209,47 @@ func TestReasonOf(t *testing.T) {
 		r, ok := ReasonOf(c.err)
 		if r != c.want || ok != c.ok {
 			t.Errorf("ReasonOf(%v) = %q,%v want %q,%v", c.err, r, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestDecodeBagRoundTrips decodes every MSCV2 bag (the fast path) and bags
+// with escaped or non-ASCII strings (the reference path) back to the
+// message that was encoded; rows share one backing array but cannot
+// overwrite each other.
+func TestDecodeBagRoundTrips(t *testing.T) {
+	v, err := NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Load("../../testdata/mscv2/MSCV2.mat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []BagMessage
+	for i := range ds.Bags {
+		msgs = append(msgs, NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, i%2 == 0))
+	}
+	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, -0.0}, {5e300, 1}}, Labels: []int{0}}
+	msgs = append(msgs, NewBagMessage(odd, "caf\u00e9\\src", 2, []string{"\u00e9t\u00e9", "b"}, false))
+	for _, m := range msgs {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.DecodeBag(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", m.ID, err)
+		}
+		if !reflect.DeepEqual(*got, m) {
+			t.Fatalf("round trip changed bag %s:\n got %+v\nwant %+v", m.ID, *got, m)
+		}
+		if len(got.Instances) > 1 {
+			second := slices.Clone(got.Instances[1])
+			got.Instances[0] = append(got.Instances[0], 42)
+			if !slices.Equal(got.Instances[1], second) {
+				t.Fatalf("%s: appending to instance 0 changed instance 1", m.ID)
+			}
 		}
 	}
 }
