@@ -72,7 +72,23 @@ func parseOptions(p models.Params) (Options, error) {
 // for a kernel); U = orthonormal basis of Φ's column space (step 1, via the
 // Gram matrix); adapted k-means (steps 2-8); L = Φ_sel† J on the assigned
 // rows (steps 9-11); the centroids are the class means of the assigned rows.
+//
+// With select=cv the capacity and bag distance are first chosen by an inner
+// cross-validation on train (see Select); the Result is then the one of the
+// final refit.
 func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
+	switch s := opt.Params.String("select", SelectNone); s {
+	case SelectNone:
+	case SelectCV:
+		return fitSelected(ctx, train, opt)
+	default:
+		return nil, Result{}, fmt.Errorf("param select=%q: want %s or %s", s, SelectNone, SelectCV)
+	}
+	return fit(ctx, train, opt)
+}
+
+// fit is Algorithm 1 with the settings of opt.Params as given.
+func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
 	cfg, err := mlca.ParseConfig(opt.Params)
 	if err != nil {
 		return nil, Result{}, err

@@ -1,0 +1,245 @@
+package mimlca
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"github.com/mimlstream/mimlstream/internal/eval"
+	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/mlca"
+)
+
+// Values of the select= parameter.
+const (
+	SelectNone = "none" // fit with the parameters as given (default)
+	SelectCV   = "cv"   // choose capacity and hausdorff by inner cross-validation
+)
+
+// Keys recorded in Meta().Params by a select=cv fit, beside the chosen
+// capacity and hausdorff.
+const (
+	ParamSelectFolds = "select.folds"
+	ParamSelectScore = "select.score" // inner-CV average precision of the winner
+)
+
+// selectStream is the PCG stream of the inner split, distinct from the
+// streams internal/eval uses for the outer split (the repeat index), so the
+// inner folds are not a reshuffle aligned with the outer ones.
+const selectStream = 0x73656c656374 // "select"
+
+// Grid is the candidate grid of select=cv: every combination of the listed
+// values, in order. The paper's setting (capacity 1, minimal Hausdorff) comes
+// first so that it wins ties.
+type Grid struct {
+	Capacity  []int
+	Hausdorff []string
+}
+
+// DefaultGrid returns capacity ∈ {1, 9} × hausdorff ∈ {min, max}: the paper's
+// setting, one label covering up to 9 instances (Zhou's scene bags have 9
+// regions), and the two bag distances of citation-kNN. It is small on
+// purpose: each candidate costs folds fits, and a wide grid selected on a few
+// hundred bags overfits the inner folds.
+func DefaultGrid() Grid {
+	return Grid{Capacity: []int{1, 9}, Hausdorff: []string{mlca.HausdorffMin, mlca.HausdorffMax}}
+}
+
+// Candidates returns the parameter sets of the grid, each a copy of base with
+// the grid keys set. A key already present in base is held fixed: the user
+// chose it, so it is not searched.
+func (g Grid) Candidates(base models.Params) []models.Params {
+	caps := make([]string, len(g.Capacity))
+	for i, c := range g.Capacity {
+		caps[i] = strconv.Itoa(c)
+	}
+	if v, ok := base["capacity"]; ok {
+		caps = []string{v}
+	}
+	hs := g.Hausdorff
+	if v, ok := base["hausdorff"]; ok {
+		hs = []string{v}
+	}
+	var out []models.Params
+	for _, c := range caps {
+		for _, h := range hs {
+			p := maps.Clone(base)
+			if p == nil {
+				p = models.Params{}
+			}
+			delete(p, "select")
+			delete(p, ParamSelectFolds)
+			p["capacity"], p["hausdorff"] = c, h
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Selection is the outcome of the inner cross-validation.
+type Selection struct {
+	Candidates []models.Params
+	// Scores[i] is the average precision of Candidates[i] over all inner
+	// test bags (pooled, not a mean of fold means, so folds of unequal size
+	// weigh by their bags).
+	Scores []float64
+	Best   int
+}
+
+// Select scores each candidate by a folds-fold cross-validation on the
+// labeled bags of train only, in inductive mode (the bag label sets of the
+// inner test bags are hidden, as they are at annotation time).
+//
+// The score is average precision over the bag scores of citation-kNN. It is
+// a ranking measure: it reads the scores of every class, so it separates
+// candidates whose thresholded label sets tie, where Hamming loss (a count
+// of wrong labels over 5 classes and ~1.2 labels a bag on Zhou's scenes)
+// moves in steps of a few bags. Higher is better; ties go to the earlier
+// candidate.
+//
+// Within one inner fold every candidate is fitted with the same seed (common
+// random numbers: the k-means restarts start from the same draws), so the
+// comparison is between settings, not between random starts. The result
+// depends only on opt.Seed, never on opt.Workers.
+func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cands []models.Params, folds int) (Selection, error) {
+	if len(cands) == 0 {
+		return Selection{}, fmt.Errorf("select: no candidates")
+	}
+	var idx []int
+	for i := range train.Bags {
+		if train.Bags[i].Labeled() {
+			idx = append(idx, i)
+		}
+	}
+	split, err := eval.KFold(len(idx), folds, opt.Seed, selectStream)
+	if err != nil {
+		return Selection{}, fmt.Errorf("select: %w", err)
+	}
+	accs := make([]*metrics.Accumulator, len(cands))
+	for c := range accs {
+		accs[c] = metrics.NewAccumulator(len(train.Classes))
+	}
+	for f, test := range split {
+		inTest := make(map[int]bool, len(test))
+		for _, j := range test {
+			inTest[j] = true
+		}
+		tr := &mil.Dataset{Name: train.Name, Classes: train.Classes, Dim: train.Dim}
+		te := make([]*mil.Bag, 0, len(test))
+		for j, i := range idx {
+			if inTest[j] {
+				te = append(te, &train.Bags[i])
+			} else {
+				tr.Bags = append(tr.Bags, train.Bags[i])
+			}
+		}
+		for c, p := range cands {
+			inner := models.FitOptions{Params: p, Seed: innerSeed(opt.Seed, f), Workers: opt.Workers}
+			m, _, err := fit(ctx, tr, inner)
+			if err != nil {
+				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
+			}
+			preds, err := annotateAll(ctx, m, te, opt.Workers)
+			if err != nil {
+				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
+			}
+			for j, b := range te {
+				if err := accs[c].Add(b, preds[j]); err != nil {
+					return Selection{}, fmt.Errorf("select: score candidate %v: %w", p, err)
+				}
+			}
+		}
+	}
+	s := Selection{Candidates: cands, Scores: make([]float64, len(cands)), Best: -1}
+	for c, a := range accs {
+		s.Scores[c] = a.Result().AveragePrecision
+		if math.IsNaN(s.Scores[c]) {
+			return Selection{}, fmt.Errorf("select: %w: no inner test bag has a label set that average precision can rank", mlca.ErrNoData)
+		}
+		if s.Best < 0 || s.Scores[c] > s.Scores[s.Best] {
+			s.Best = c
+		}
+	}
+	return s, nil
+}
+
+// fitSelected runs Select on DefaultGrid() and refits the winner on all of
+// train with opt.Seed, so the model equals a direct fit with the chosen
+// parameters; Meta().Params records the choice and its inner score.
+func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
+	folds, err := opt.Params.Int(ParamSelectFolds, 3)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	cands := DefaultGrid().Candidates(opt.Params)
+	// Reject bad shared parameters before paying for the inner folds.
+	for _, p := range cands {
+		if _, err := mlca.ParseConfig(p); err != nil {
+			return nil, Result{}, err
+		}
+		if _, err := parseOptions(p); err != nil {
+			return nil, Result{}, err
+		}
+	}
+	sel, err := Select(ctx, train, opt, cands, folds)
+	if err != nil {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+	}
+	final := maps.Clone(sel.Candidates[sel.Best])
+	final["select"] = SelectCV
+	final[ParamSelectFolds] = strconv.Itoa(folds)
+	final[ParamSelectScore] = strconv.FormatFloat(sel.Scores[sel.Best], 'f', 4, 64)
+	return fit(ctx, train, models.FitOptions{Params: final, Seed: opt.Seed, Workers: opt.Workers, Progress: opt.Progress})
+}
+
+// innerSeed derives the seed of the fits of inner fold f (splitmix64
+// finaliser) so that it differs from the outer seed and between folds.
+func innerSeed(seed int64, f int) int64 {
+	z := (uint64(seed) ^ 0x5e1ec7) + 0x9e3779b97f4a7c15*uint64(f+1)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64((z ^ (z >> 31)) >> 1)
+}
+
+// annotateAll labels the bags inductively on up to workers goroutines. Each
+// query is a copy without the label set and instance labels; predictions are
+// stored by index, so the result does not depend on scheduling.
+func annotateAll(ctx context.Context, m models.Model, bags []*mil.Bag, workers int) ([]metrics.Prediction, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(bags)))
+	preds := make([]metrics.Prediction, len(bags))
+	errs := make([]error, len(bags))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for j := w; j < len(bags); j += workers {
+				if ctx.Err() != nil {
+					errs[j] = ctx.Err()
+					return
+				}
+				q := mil.Bag{ID: bags[j].ID, Instances: bags[j].Instances}
+				a, err := m.Annotate(ctx, &q, models.Inductive)
+				if err != nil {
+					errs[j] = fmt.Errorf("annotate bag %q: %w", bags[j].ID, err)
+					continue
+				}
+				preds[j] = metrics.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return preds, nil
+}
