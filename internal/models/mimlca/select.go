@@ -3,6 +3,7 @@ package mimlca
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"runtime"
@@ -191,6 +192,15 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
+	// Logged because an outer evaluation sees only the metrics, and which
+	// setting each training fold picked is what tells whether the choice is
+	// stable.
+	attrs := []any{"capacity", sel.Candidates[sel.Best]["capacity"], "hausdorff", sel.Candidates[sel.Best]["hausdorff"],
+		"bags", len(train.Bags), "seed", opt.Seed}
+	for c, p := range sel.Candidates {
+		attrs = append(attrs, "ap_cap"+p["capacity"]+"_"+p["hausdorff"], sel.Scores[c])
+	}
+	slog.InfoContext(ctx, "mimlca: setting selected by inner cross-validation", attrs...)
 	final := maps.Clone(sel.Candidates[sel.Best])
 	final["select"] = SelectCV
 	final[ParamSelectFolds] = strconv.Itoa(folds)
