@@ -2,6 +2,7 @@ package mimlca
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -152,5 +153,15 @@ func TestSelectRejects(t *testing.T) {
 		if _, _, err := Fit(context.Background(), ds, models.FitOptions{Params: p}); err == nil {
 			t.Errorf("%v accepted", p)
 		}
+	}
+}
+
+func TestSelectHonoursCancellation(t *testing.T) {
+	ds := synthData(t, small, 14)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := Fit(ctx, ds, models.FitOptions{Seed: 1, Params: models.Params{"select": "cv"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
 	}
 }
