@@ -155,3 +155,34 @@ func TestZhouRefsGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestZhouSelectedBagMetrics is the honest version of TestZhouSceneBagMetrics:
+// each outer training fold chooses its own setting by select=cv (an inner
+// 3-fold on its training bags), the learned metric over capacity ∈ {1, 9} ×
+// hausdorff ∈ {min, max}, the Euclidean baseline over hausdorff (capacity
+// does not change Euclidean citation-kNN, so it is held at 1). The learned
+// metric must beat the Euclidean one on all five measures.
+func TestZhouSelectedBagMetrics(t *testing.T) {
+	ds := loadTestdata(t, "miml_image_zhou/miml_03_data.arff")
+	run := func(params models.Params) *eval.Report {
+		t.Helper()
+		r, err := eval.Run(context.Background(), Kind(), ds, eval.Config{Mode: models.Inductive, Folds: 5, Seed: 1, Params: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-38v HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f  train %.1fs", params,
+			stat(r, metrics.HammingLoss).Mean, stat(r, metrics.RankingLoss).Mean, stat(r, metrics.OneError).Mean,
+			stat(r, metrics.Coverage).Mean, stat(r, metrics.AveragePrecision).Mean, r.TrainSeconds)
+		return r
+	}
+	learned := run(models.Params{"select": "cv"})
+	euclid := run(models.Params{"select": "cv", "metric": "euclidean", "capacity": "1"})
+	for _, m := range []string{metrics.HammingLoss, metrics.RankingLoss, metrics.OneError, metrics.Coverage} {
+		if l, e := stat(learned, m).Mean, stat(euclid, m).Mean; l >= e {
+			t.Errorf("%s: learned %.3f not below Euclidean %.3f", m, l, e)
+		}
+	}
+	if l, e := stat(learned, metrics.AveragePrecision).Mean, stat(euclid, metrics.AveragePrecision).Mean; l <= e {
+		t.Errorf("average precision: learned %.3f not above Euclidean %.3f", l, e)
+	}
+}
