@@ -68,7 +68,7 @@
 // `retrainer eval --data testdata/miml_image_zhou/miml_03_data.arff
 // --model mimlca --folds 5 --seed 1 --param select=cv --json`) every outer
 // training fold picks capacity=9 hausdorff=max, with an inner average
-// precision 0.013-0.035 above the next candidate, so the honest estimate
+// precision 0.014-0.026 above the next candidate, so the honest estimate
 // equals the optimistic one:
 //
 //	                                       HL    RL    OE    Cov   AP    train

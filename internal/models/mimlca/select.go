@@ -76,6 +76,7 @@ func (g Grid) Candidates(base models.Params) []models.Params {
 			}
 			delete(p, "select")
 			delete(p, ParamSelectFolds)
+			delete(p, ParamSelectScore)
 			p["capacity"], p["hausdorff"] = c, h
 			out = append(out, p)
 		}
@@ -178,6 +179,9 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 	if err != nil {
 		return nil, Result{}, err
 	}
+	if folds < 2 {
+		return nil, Result{}, fmt.Errorf("param %s=%d must be >= 2", ParamSelectFolds, folds)
+	}
 	cands := DefaultGrid().Candidates(opt.Params)
 	// Reject bad shared parameters before paying for the inner folds.
 	for _, p := range cands {
@@ -187,6 +191,14 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 		if _, err := parseOptions(p); err != nil {
 			return nil, Result{}, err
 		}
+	}
+	if len(cands) == 1 {
+		// Both searched keys were given (for instance a refit from the
+		// Meta().Params of a selected model): nothing to choose.
+		final := cands[0]
+		final["select"] = SelectCV
+		final[ParamSelectFolds] = strconv.Itoa(folds)
+		return fit(ctx, train, models.FitOptions{Params: final, Seed: opt.Seed, Workers: opt.Workers, Progress: opt.Progress})
 	}
 	sel, err := Select(ctx, train, opt, cands, folds)
 	if err != nil {

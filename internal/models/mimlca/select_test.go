@@ -111,6 +111,18 @@ func TestFitSelectedEqualsDirectFit(t *testing.T) {
 	if string(st) != string(first) {
 		t.Fatalf("select=cv model differs from the direct fit with %v", direct)
 	}
+	// A refit from the recorded parameters keeps the choice (both searched
+	// keys are now fixed) and gives the same model.
+	m, _, err = Fit(context.Background(), ds, models.FitOptions{Params: chosen, Seed: 5, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = m.MarshalState(); err != nil {
+		t.Fatal(err)
+	}
+	if string(st) != string(first) {
+		t.Fatalf("refit from Meta().Params %v differs", chosen)
+	}
 }
 
 func TestGridCandidates(t *testing.T) {
@@ -147,6 +159,7 @@ func TestSelectRejects(t *testing.T) {
 	for _, p := range []models.Params{
 		{"select": "grid"},
 		{"select": "cv", "select.folds": "1"},
+		{"select": "cv", "select.folds": "1", "capacity": "1", "hausdorff": "min"},
 		{"select": "cv", "select.folds": "100000"},
 		{"select": "cv", "hausdorff": "mean"},
 	} {
