@@ -101,9 +101,8 @@ type Selection struct {
 // The score is average precision over the bag scores of citation-kNN. It is
 // a ranking measure: it reads the scores of every class, so it separates
 // candidates whose thresholded label sets tie, where Hamming loss (a count
-// of wrong labels over 5 classes and ~1.2 labels a bag on Zhou's scenes)
-// moves in steps of a few bags. Higher is better; ties go to the earlier
-// candidate.
+// of wrong labels, over only 5 classes on Zhou's scenes) moves in coarse
+// steps. Higher is better; ties go to the earlier candidate.
 //
 // Within one inner fold every candidate is fitted with the same seed (common
 // random numbers: the k-means restarts start from the same draws), so the
