@@ -2,6 +2,7 @@ package mimlca
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,7 +171,7 @@ func TestZhouSelectedBagMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%-38v HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f  train %.1fs", params,
+		t.Logf("%-48s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f  train %.1fs", fmt.Sprint(params),
 			stat(r, metrics.HammingLoss).Mean, stat(r, metrics.RankingLoss).Mean, stat(r, metrics.OneError).Mean,
 			stat(r, metrics.Coverage).Mean, stat(r, metrics.AveragePrecision).Mean, r.TrainSeconds)
 		return r
