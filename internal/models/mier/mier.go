@@ -61,6 +61,18 @@ const (
 	ProjectionPCA = "pca"
 )
 
+// What the shared projection is fitted on.
+const (
+	// FitInstances pools the training instances (the paper's "learn W from
+	// the instances"), neighbourhoods searched within each bag.
+	FitInstances = "instances"
+	// FitHolistic uses the training bags' holistic vectors instead, one
+	// point per bag, neighbourhoods searched over the whole pool: the
+	// reading in which the global/local scatter is that of the images, not
+	// of their regions.
+	FitHolistic = "holistic"
+)
+
 // Classifiers.
 const (
 	ClassifierKNN = "knn"
@@ -73,6 +85,7 @@ type config struct {
 	Classifier  string  `json:"classifier"`
 	Holistic    string  `json:"holistic"`
 	Projection  string  `json:"projection"`
+	FitOn       string  `json:"fit_on,omitempty"`
 	R           int     `json:"r"`
 	K           int     `json:"k"`
 	Opt         Options `json:"opt"`
@@ -93,6 +106,7 @@ func parseConfig(p models.Params, dim int, seed int64) (config, error) {
 		Classifier: p.String("classifier", ClassifierSVM),
 		Holistic:   p.String("holistic", HolisticMean),
 		Projection: p.String("projection", ProjectionL1),
+		FitOn:      p.String("fiton", FitInstances),
 		Grid:       p.String("grid", "small"),
 		Seed:       seed,
 	}
@@ -155,6 +169,11 @@ func (c config) validate(dim int) error {
 	default:
 		return fmt.Errorf("mier: projection %q (want l1ratio or pca)", c.Projection)
 	}
+	switch c.FitOn {
+	case FitInstances, FitHolistic:
+	default:
+		return fmt.Errorf("mier: fiton %q (want instances or holistic)", c.FitOn)
+	}
 	switch c.Grid {
 	case "none", "small", "paper":
 	default:
@@ -182,7 +201,7 @@ func (c config) params() models.Params {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	return models.Params{
 		"mode": c.Mode, "classifier": c.Classifier, "holistic": c.Holistic, "projection": c.Projection,
-		"r": strconv.Itoa(c.R), "k": strconv.Itoa(c.K), "beta": f(c.Opt.Beta),
+		"fiton": c.FitOn, "r": strconv.Itoa(c.R), "k": strconv.Itoa(c.K), "beta": f(c.Opt.Beta),
 		"maxiter": strconv.Itoa(c.Opt.MaxIter), "backtrack": strconv.Itoa(c.Opt.MaxBacktrack),
 		"tol": f(c.Opt.Tol), "normalize": strconv.FormatBool(c.Opt.Normalize),
 		"guard": strconv.FormatBool(c.Opt.Guard), "adaptive": strconv.FormatBool(c.Opt.Adaptive),
@@ -268,6 +287,13 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models
 		groups := make([][][]float64, len(bags))
 		for i, b := range bags {
 			groups[i] = m.standardize(b.Instances)
+		}
+		if cfg.FitOn == FitHolistic {
+			pool := make([][]float64, len(bags))
+			for i, g := range groups {
+				pool[i] = holistic(g, cfg.Holistic)
+			}
+			groups = [][][]float64{pool}
 		}
 		p, err := NewProblem(groups, cfg.K)
 		if err != nil {
@@ -356,6 +382,10 @@ func Decode(meta models.Meta, blob []byte) (models.Model, error) {
 	d, q := meta.Dim, len(meta.Classes)
 	if meta.Kind != Name || d < 1 || q < 1 {
 		return nil, fmt.Errorf("mier decode: meta kind %q, dim %d, %d classes", meta.Kind, d, q)
+	}
+	if st.Config.FitOn == "" {
+		// States written before fiton existed were all fitted on instances.
+		st.Config.FitOn = FitInstances
 	}
 	if err := st.Config.validate(d); err != nil {
 		return nil, fmt.Errorf("mier decode: %w", err)
