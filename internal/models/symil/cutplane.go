@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -19,6 +20,12 @@ type kernelSolver struct {
 	iters int
 	eps   float64
 	qp    qp.Solver
+	// dcd selects the exact dual coordinate ascent (dcd.go) instead of
+	// the cutting plane; gapEps is its relative duality-gap tolerance and
+	// sweeps its bound on passes over the bags.
+	dcd    bool
+	gapEps float64
+	sweeps int
 }
 
 // gramLinear returns XXᵀ.
@@ -199,8 +206,21 @@ func (ks *kernelSolver) cuttingPlane(ctx context.Context, p *problem, ht latent)
 func (ks *kernelSolver) fit(ctx context.Context, p *problem, ht latent, maxIter int, eps float64) (cpResult, float64, error) {
 	var best cpResult
 	bestP, prev := math.Inf(1), math.Inf(1)
+	var st *dcdState
+	var rng *rand.Rand
+	if ks.dcd {
+		st = newDCDState(p, ht)
+		rng = rand.New(rand.NewPCG(uint64(len(p.gid)), 0xdcd))
+	}
 	for range maxIter {
-		r, err := ks.cuttingPlane(ctx, p, ht)
+		var r cpResult
+		var err error
+		if ks.dcd {
+			st.reset(p, ht)
+			r, err = ks.dcdSolve(ctx, p, ht, st, ks.sweeps, rng)
+		} else {
+			r, err = ks.cuttingPlane(ctx, p, ht)
+		}
 		if err != nil {
 			return cpResult{}, 0, err
 		}

@@ -17,6 +17,11 @@
 //   - kernel=rbf: each convex subproblem by the one-slack cutting-plane
 //     method in the dual (Alg. 3), the QP of each step solved exactly by
 //     package qp on a precomputed Gram matrix.
+//   - solver=dcd (either kernel): each convex subproblem by block
+//     coordinate ascent on its instance-level dual, stopped by a duality
+//     gap certificate (dcd.go). It is the cross-check of spec pitfall 7:
+//     it tells whether an inexact subproblem solution is what separates
+//     our accuracy from the paper's (it is not; see README.md).
 //
 // The typos of the paper are corrected as in the implementation notes
 // (specs/symil.md §9): h⁺ is an argmax, ∇v carries C/n, g_cave of a negative
@@ -32,7 +37,8 @@
 //
 //	kernel       linear | rbf                                  (linear)
 //	C            trade-off: the paper's 10⁴ (linear), 100 (rbf: see defaultC)
-//	solver       linear kernel: sgd (primal, Alg. 2) or cp (dual, Alg. 3) (sgd)
+//	solver       sgd (primal, Alg. 2; linear only), cp (dual, Alg. 3) or
+//	             dcd (exact dual coordinate ascent)             (sgd; rbf: cp)
 //	lambda       cv, or a fixed λ ≥ 0                           (cv)
 //	lambda_grid  λ candidates of the inner CV                   (0.1,0.2,0.5,1)
 //	cv_folds     folds of the inner CV over λ (stratified)      (3)
@@ -45,6 +51,8 @@
 //	cp_eps       cutting-plane tolerance on the slack (rbf)     (1e-3)
 //	bias         add a regularised bias                         (true)
 //	gram_limit   maximum training instances for rbf             (6000)
+//	dcd_eps      dcd: relative duality gap to stop at           (1e-3)
+//	dcd_sweeps   dcd: maximum passes over the bags per subproblem (2000)
 //
 // # Reconstruction choices
 //

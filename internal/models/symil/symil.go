@@ -36,7 +36,7 @@ func Kind() models.Kind {
 // Config holds the parsed parameters; see the package documentation.
 type Config struct {
 	Kernel     string // "linear" or "rbf"
-	Solver     string // linear kernel: "sgd" (primal, Alg. 2) or "cp" (dual, Alg. 3)
+	Solver     string // "sgd" (primal, Alg. 2, linear only), "cp" (dual, Alg. 3) or "dcd" (exact dual)
 	C          float64
 	Lambda     float64   // used when LambdaGrid is nil
 	LambdaGrid []float64 // non-nil: choose λ per class by inner CV
@@ -50,10 +50,12 @@ type Config struct {
 	CPEps      float64
 	Bias       bool
 	GramLimit  int
+	DCDEps     float64
+	DCDSweeps  int
 }
 
 var knownParams = []string{"kernel", "solver", "C", "lambda", "lambda_grid", "cv_folds", "gamma", "restarts",
-	"epochs", "cccp_iters", "cccp_eps", "cp_iters", "cp_eps", "bias", "gram_limit"}
+	"epochs", "cccp_iters", "cccp_eps", "cp_iters", "cp_eps", "bias", "gram_limit", "dcd_eps", "dcd_sweeps"}
 
 // ParseParams reads the model parameters, applying the defaults of the
 // package documentation. Unknown keys are an error: a typo would otherwise
@@ -69,18 +71,19 @@ func ParseParams(p models.Params) (Config, error) {
 		return Config{}, fmt.Errorf("symil: kernel %q (want linear or rbf)", cfg.Kernel)
 	}
 	cfg.Solver = p.String("solver", "sgd")
-	if cfg.Solver != "sgd" && cfg.Solver != "cp" {
-		return Config{}, fmt.Errorf("symil: solver %q (want sgd or cp)", cfg.Solver)
+	if cfg.Solver != "sgd" && cfg.Solver != "cp" && cfg.Solver != "dcd" {
+		return Config{}, fmt.Errorf("symil: solver %q (want sgd, cp or dcd)", cfg.Solver)
 	}
 	if cfg.Kernel == "rbf" && cfg.Solver == "sgd" && p["solver"] != "" {
-		return Config{}, fmt.Errorf("symil: the rbf kernel is trained in the dual (solver=cp)")
+		return Config{}, fmt.Errorf("symil: the rbf kernel is trained in the dual (solver=cp or dcd)")
 	}
 	var err error
 	floats := []struct {
 		key string
 		dst *float64
 		def float64
-	}{{"C", &cfg.C, defaultC(cfg.Kernel)}, {"cccp_eps", &cfg.CCCPEps, 1e-4}, {"cp_eps", &cfg.CPEps, 1e-3}}
+	}{{"C", &cfg.C, defaultC(cfg.Kernel)}, {"cccp_eps", &cfg.CCCPEps, 1e-4}, {"cp_eps", &cfg.CPEps, 1e-3},
+		{"dcd_eps", &cfg.DCDEps, 1e-3}}
 	for _, f := range floats {
 		if *f.dst, err = p.Float(f.key, f.def); err != nil {
 			return Config{}, err
@@ -94,7 +97,8 @@ func ParseParams(p models.Params) (Config, error) {
 		dst *int
 		def int
 	}{{"cv_folds", &cfg.CVFolds, 3}, {"restarts", &cfg.Restarts, 3}, {"epochs", &cfg.Epochs, 50},
-		{"cccp_iters", &cfg.CCCPIters, 20}, {"cp_iters", &cfg.CPIters, 100}, {"gram_limit", &cfg.GramLimit, 6000}}
+		{"cccp_iters", &cfg.CCCPIters, 20}, {"cp_iters", &cfg.CPIters, 100}, {"gram_limit", &cfg.GramLimit, 6000},
+		{"dcd_sweeps", &cfg.DCDSweeps, 2000}}
 	for _, f := range ints {
 		if *f.dst, err = p.Int(f.key, f.def); err != nil {
 			return Config{}, err
@@ -176,7 +180,8 @@ func newTrainer(cfg Config, rows [][]float64) (*trainer, error) {
 	// that SMO reaches it without the O(T³) active-set phase.
 	solver := qp.Solver{Tol: 1e-7}
 	if t.lin != nil {
-		t.ker = &kernelSolver{k: gramLinear(t.lin.x), n: len(rows), iters: cfg.CPIters, eps: cfg.CPEps, qp: solver}
+		t.ker = &kernelSolver{k: gramLinear(t.lin.x), n: len(rows), iters: cfg.CPIters, eps: cfg.CPEps, qp: solver,
+			dcd: cfg.Solver == "dcd", gapEps: cfg.DCDEps, sweeps: cfg.DCDSweeps}
 		return t, nil
 	}
 	if t.cfg.Gamma == 0 {
@@ -186,7 +191,8 @@ func newTrainer(cfg Config, rows [][]float64) (*trainer, error) {
 	if cfg.Bias {
 		shift = 1
 	}
-	t.ker = &kernelSolver{k: gramRBF(rows, t.cfg.Gamma, shift), n: len(rows), iters: cfg.CPIters, eps: cfg.CPEps, qp: solver}
+	t.ker = &kernelSolver{k: gramRBF(rows, t.cfg.Gamma, shift), n: len(rows), iters: cfg.CPIters, eps: cfg.CPEps, qp: solver,
+		dcd: cfg.Solver == "dcd", gapEps: cfg.DCDEps, sweeps: cfg.DCDSweeps}
 	return t, nil
 }
 
