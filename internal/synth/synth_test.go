@@ -59,3 +59,42 @@ func TestMIMLBagLabelsAreUnionOfInstanceLabels(t *testing.T) {
 		}
 	}
 }
+
+func TestBlobs(t *testing.T) {
+	g := Blobs{Bags: 200, Classes: 4, Dim: 3, MaxInstances: 5, CentreScale: 3}
+	ds := g.Generate(rand.New(rand.NewPCG(1, 1)))
+	again := g.Generate(rand.New(rand.NewPCG(1, 1)))
+	if len(ds.Bags) != 200 || ds.Dim != 3 || len(ds.Classes) != 4 {
+		t.Fatalf("shape %d bags, dim %d, %d classes", len(ds.Bags), ds.Dim, len(ds.Classes))
+	}
+	sizes := map[int]bool{}
+	for i, b := range ds.Bags {
+		if err := b.Validate(ds.Dim, len(ds.Classes)); err != nil {
+			t.Fatal(err)
+		}
+		sizes[len(b.Instances)] = true
+		union := map[int]bool{}
+		for _, l := range b.InstanceLabels {
+			union[l] = true
+		}
+		if len(union) != len(b.Labels) {
+			t.Fatalf("bag %s: labels %v, instance labels %v", b.ID, b.Labels, b.InstanceLabels)
+		}
+		for j, l := range b.Labels {
+			if !union[l] || (j > 0 && b.Labels[j-1] >= l) {
+				t.Fatalf("bag %s: labels %v not the sorted union of %v", b.ID, b.Labels, b.InstanceLabels)
+			}
+		}
+		if again.Bags[i].Instances[0][0] != b.Instances[0][0] {
+			t.Fatal("same seed, different data")
+		}
+	}
+	for n := 1; n <= 5; n++ {
+		if !sizes[n] {
+			t.Errorf("no bag of %d instances in 200", n)
+		}
+	}
+	if sizes[0] || sizes[6] {
+		t.Errorf("bag sizes %v outside 1..5", sizes)
+	}
+}

@@ -3,7 +3,6 @@ package baseline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -11,43 +10,14 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/synth"
 )
 
+// separable draws bags from well-separated Gaussian class centres with bag
+// labels the union of the instance labels (synth.Blobs).
 func separable(seed uint64, bags, classes, dim int) *mil.Dataset {
-	rng := rand.New(rand.NewPCG(seed, 2))
-	centres := make([][]float64, classes)
-	for c := range centres {
-		centres[c] = make([]float64, dim)
-		for j := range centres[c] {
-			centres[c][j] = 4 * rng.NormFloat64()
-		}
-	}
-	d := &mil.Dataset{Name: "sep", Dim: dim}
-	for c := range classes {
-		d.Classes = append(d.Classes, fmt.Sprintf("c%d", c))
-	}
-	for b := range bags {
-		bag := mil.Bag{ID: fmt.Sprint(b)}
-		seen := make([]bool, classes)
-		for range 1 + rng.IntN(4) {
-			y := rng.IntN(classes)
-			x := make([]float64, dim)
-			for j := range x {
-				x[j] = centres[y][j] + rng.NormFloat64()
-			}
-			bag.Instances = append(bag.Instances, x)
-			bag.InstanceLabels = append(bag.InstanceLabels, y)
-			seen[y] = true
-		}
-		bag.Labels = []int{}
-		for c, ok := range seen {
-			if ok {
-				bag.Labels = append(bag.Labels, c)
-			}
-		}
-		d.Bags = append(d.Bags, bag)
-	}
-	return d
+	g := synth.Blobs{Bags: bags, Classes: classes, Dim: dim, MaxInstances: 4, CentreScale: 4}
+	return g.Generate(rand.New(rand.NewPCG(seed, 2)))
 }
 
 func TestSLRLearnsSupervised(t *testing.T) {

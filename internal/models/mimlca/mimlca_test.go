@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/mlca"
+	"github.com/mimlstream/mimlstream/internal/models/modeltest"
 	"github.com/mimlstream/mimlstream/internal/synth"
 )
 
@@ -79,7 +79,7 @@ func TestAdaptedKMeansMonotoneAndConsistent(t *testing.T) {
 // instance classes.
 func TestRecoversInstanceClasses(t *testing.T) {
 	ds := synthData(t, small, 2)
-	train, test := ds.Subset(seq(0, 120)), ds.Subset(seq(120, 150))
+	train, test := ds.Subset(modeltest.Seq(0, 120)), ds.Subset(modeltest.Seq(120, 150))
 	cases := []struct {
 		name   string
 		params models.Params
@@ -92,7 +92,7 @@ func TestRecoversInstanceClasses(t *testing.T) {
 	for _, tc := range cases {
 		train, test := train, test
 		if tc.params["kernel"] == "chi2" {
-			train, test = nonNegative(train), nonNegative(test)
+			train, test = modeltest.NonNegative(train), modeltest.NonNegative(test)
 		}
 		m, res, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: tc.params})
 		if err != nil {
@@ -189,31 +189,6 @@ func TestFitRejectsBadParams(t *testing.T) {
 	}
 }
 
-func seq(lo, hi int) []int {
-	s := make([]int, hi-lo)
-	for i := range s {
-		s[i] = lo + i
-	}
-	return s
-}
-
-// nonNegative shifts the features of a copy of ds into [0, ∞) for chi2.
-func nonNegative(ds *mil.Dataset) *mil.Dataset {
-	out := *ds
-	out.Bags = make([]mil.Bag, len(ds.Bags))
-	for i, b := range ds.Bags {
-		b.Instances = make([][]float64, len(ds.Bags[i].Instances))
-		for j, x := range ds.Bags[i].Instances {
-			b.Instances[j] = make([]float64, len(x))
-			for t, v := range x {
-				b.Instances[j][t] = math.Abs(v + 1)
-			}
-		}
-		out.Bags[i] = b
-	}
-	return &out
-}
-
 // TestKernelStepOneIsVacuousWithExactKernel documents why assign=input is
 // the default for kernels: with every instance as a landmark K is invertible,
 // U Uᵀ = K K† = I, all rows of U are orthonormal and every H in Q^V has the
@@ -221,7 +196,7 @@ func nonNegative(ds *mil.Dataset) *mil.Dataset {
 // random start. The training assignment is then no better than chance.
 func TestKernelStepOneIsVacuousWithExactKernel(t *testing.T) {
 	ds := synthData(t, small, 2)
-	train := ds.Subset(seq(0, 120))
+	train := ds.Subset(modeltest.Seq(0, 120))
 	_, res, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: models.Params{
 		"kernel": "rbf", "landmarks": "0", "assign": "kernel", "center": "false", "restarts": "1"}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/modeltest"
 	"github.com/mimlstream/mimlstream/internal/synth"
 	"gonum.org/v1/gonum/mat"
 )
@@ -84,7 +85,7 @@ func refCitation(train [][][]float64, labels [][]int, e [][]float64, r, c, k int
 
 func TestCitationKNNMatchesDefinition(t *testing.T) {
 	ds := synthData(t, 3)
-	train := ds.Subset(seq(0, 100))
+	train := ds.Subset(modeltest.Seq(0, 100))
 	for _, tc := range []struct {
 		rc        [2]int
 		hausdorff string
@@ -115,36 +116,11 @@ func TestCitationKNNMatchesDefinition(t *testing.T) {
 	}
 }
 
-// nonNegative shifts the features of a copy of ds into [0, ∞) for chi2.
-func nonNegative(ds *mil.Dataset) *mil.Dataset {
-	out := *ds
-	out.Bags = make([]mil.Bag, len(ds.Bags))
-	for i, b := range ds.Bags {
-		b.Instances = make([][]float64, len(ds.Bags[i].Instances))
-		for j, x := range ds.Bags[i].Instances {
-			b.Instances[j] = make([]float64, len(x))
-			for t, v := range x {
-				b.Instances[j][t] = math.Abs(v + 1)
-			}
-		}
-		out.Bags[i] = b
-	}
-	return &out
-}
-
-func seq(lo, hi int) []int {
-	s := make([]int, hi-lo)
-	for i := range s {
-		s[i] = lo + i
-	}
-	return s
-}
-
 func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
 
 func TestFitSupervisedRecoversClasses(t *testing.T) {
 	ds := synthData(t, 5)
-	train, test := ds.Subset(seq(0, 100)), ds.Subset(seq(100, 120))
+	train, test := ds.Subset(modeltest.Seq(0, 100)), ds.Subset(modeltest.Seq(100, 120))
 	cases := []struct {
 		name   string
 		params models.Params
@@ -160,7 +136,7 @@ func TestFitSupervisedRecoversClasses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			train, test := train, test
 			if tc.params["kernel"] == KernelChi2 {
-				train, test = nonNegative(train), nonNegative(test)
+				train, test = modeltest.NonNegative(train), modeltest.NonNegative(test)
 			}
 			m, err := Kind().Fit(context.Background(), train, models.FitOptions{Seed: 2, Params: tc.params})
 			if err != nil {
@@ -217,7 +193,7 @@ func TestNystromWithAllLandmarksReproducesKernel(t *testing.T) {
 
 func TestAnnotateTransductiveRestrictsToBagLabels(t *testing.T) {
 	ds := synthData(t, 11)
-	m, err := Fit(context.Background(), ds.Subset(seq(0, 100)), models.FitOptions{Seed: 1})
+	m, err := Fit(context.Background(), ds.Subset(modeltest.Seq(0, 100)), models.FitOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +221,7 @@ func TestAnnotateBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chi, err := Fit(context.Background(), nonNegative(ds), models.FitOptions{Seed: 1, Params: models.Params{"kernel": "chi2", "landmarks": "50"}})
+	chi, err := Fit(context.Background(), modeltest.NonNegative(ds), models.FitOptions{Seed: 1, Params: models.Params{"kernel": "chi2", "landmarks": "50"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +248,7 @@ func TestAnnotateBadInput(t *testing.T) {
 func TestEncodeDecodeRoundTripAndConcurrency(t *testing.T) {
 	ds := synthData(t, 17)
 	for _, params := range []models.Params{{}, {"kernel": "rbf", "landmarks": "40", "rule": "alpha"}, {"metric": "euclidean", "refs": "0", "citers": "0"}} {
-		m, err := Kind().Fit(context.Background(), ds.Subset(seq(0, 100)), models.FitOptions{Seed: 4, Params: params})
+		m, err := Kind().Fit(context.Background(), ds.Subset(modeltest.Seq(0, 100)), models.FitOptions{Seed: 4, Params: params})
 		if err != nil {
 			t.Fatal(err)
 		}

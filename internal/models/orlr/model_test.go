@@ -11,45 +11,14 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/synth"
 )
 
-// synthetic draws bags from the ORed model itself: instance labels from
-// well-separated Gaussian class centres, bag label = union.
+// synthetic draws bags from well-separated Gaussian class centres with bag
+// labels the union of the instance labels (synth.Blobs).
 func synthetic(seed uint64, bags, classes, dim int) *mil.Dataset {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	centres := make([][]float64, classes)
-	for c := range centres {
-		centres[c] = make([]float64, dim)
-		for j := range centres[c] {
-			centres[c][j] = 3 * rng.NormFloat64()
-		}
-	}
-	d := &mil.Dataset{Name: "synthetic", Dim: dim}
-	for c := range classes {
-		d.Classes = append(d.Classes, fmt.Sprintf("c%d", c))
-	}
-	for b := range bags {
-		n := 1 + rng.IntN(5)
-		bag := mil.Bag{ID: fmt.Sprintf("b%d", b)}
-		seen := map[int]bool{}
-		for range n {
-			y := rng.IntN(classes)
-			x := make([]float64, dim)
-			for j := range x {
-				x[j] = centres[y][j] + rng.NormFloat64()
-			}
-			bag.Instances = append(bag.Instances, x)
-			bag.InstanceLabels = append(bag.InstanceLabels, y)
-			seen[y] = true
-		}
-		for c := range classes {
-			if seen[c] {
-				bag.Labels = append(bag.Labels, c)
-			}
-		}
-		d.Bags = append(d.Bags, bag)
-	}
-	return d
+	g := synth.Blobs{Bags: bags, Classes: classes, Dim: dim, MaxInstances: 5, CentreScale: 3}
+	return g.Generate(rand.New(rand.NewPCG(seed, 1)))
 }
 
 func fitT(t *testing.T, d *mil.Dataset, opt models.FitOptions) (*Model, *trace) {
