@@ -16,7 +16,7 @@
 //
 // Both predict a bag positive when its best instance scores above zero, and
 // run one class against the rest on multi-label bags, producing the same
-// model as SyMIL (package ovr). Features are standardised and a regularised
+// model as SyMIL (package ovr). Features are standardised (param scale) and a regularised
 // bias is appended, as for linear SyMIL, and the linear SVM of each round is
 // trained with the same stochastic sub-gradient schedule: Pegasos steps
 // η_τ = 1/(τ + C·mean‖x‖²) on ½‖w‖² + C/(2N⁺) Σ_pos hinge + C/(2N⁻) Σ_neg
@@ -35,6 +35,10 @@
 //	          initialisation (every instance of a positive bag
 //	          positive; the witness nearest the bag mean)     (random)
 //	bias      append a regularised bias                      (true)
+//	scale     feature transform fitted on the training instances:
+//	          zscore | none | unit (instance / ‖instance‖) |
+//	          zunit (z-score, then unit norm) | minmax (each
+//	          feature to [0, 1])                              (zscore)
 package misvm
 
 import (
@@ -88,9 +92,10 @@ type Config struct {
 	Restarts int
 	Init     string
 	Bias     bool
+	Scale    ovr.Scaling
 }
 
-var knownParams = []string{"C", "epochs", "iters", "restarts", "init", "bias"}
+var knownParams = []string{"C", "epochs", "iters", "restarts", "init", "bias", "scale"}
 
 // ParseParams reads the parameters with the documented defaults.
 func ParseParams(p models.Params) (Config, error) {
@@ -126,6 +131,9 @@ func ParseParams(p models.Params) (Config, error) {
 	if cfg.Bias, err = p.Bool("bias", true); err != nil {
 		return Config{}, err
 	}
+	if cfg.Scale, err = ovr.ParseScaling(p.String("scale", string(ovr.ScaleZScore))); err != nil {
+		return Config{}, fmt.Errorf("misvm: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -137,7 +145,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 	if err != nil {
 		return nil, err
 	}
-	data, err := ovr.Prepare(train)
+	data, err := ovr.PrepareScaled(train, cfg.Scale)
 	if err != nil {
 		return nil, err
 	}

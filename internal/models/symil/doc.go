@@ -53,6 +53,10 @@
 //	gram_limit   maximum training instances for rbf             (6000)
 //	dcd_eps      dcd: relative duality gap to stop at           (1e-3)
 //	dcd_sweeps   dcd: maximum passes over the bags per subproblem (2000)
+//	scale        feature transform fitted on the training instances:
+//	             zscore | none | unit (instance / ‖instance‖) |
+//	             zunit (z-score, then unit norm) | minmax (each
+//	             feature to [0, 1]); see README "Scaling and C"  (zscore)
 //
 // # Reconstruction choices
 //

@@ -52,10 +52,11 @@ type Config struct {
 	GramLimit  int
 	DCDEps     float64
 	DCDSweeps  int
+	Scale      ovr.Scaling // feature transform, fitted on the training instances
 }
 
 var knownParams = []string{"kernel", "solver", "C", "lambda", "lambda_grid", "cv_folds", "gamma", "restarts",
-	"epochs", "cccp_iters", "cccp_eps", "cp_iters", "cp_eps", "bias", "gram_limit", "dcd_eps", "dcd_sweeps"}
+	"epochs", "cccp_iters", "cccp_eps", "cp_iters", "cp_eps", "bias", "gram_limit", "dcd_eps", "dcd_sweeps", "scale"}
 
 // ParseParams reads the model parameters, applying the defaults of the
 // package documentation. Unknown keys are an error: a typo would otherwise
@@ -78,6 +79,9 @@ func ParseParams(p models.Params) (Config, error) {
 		return Config{}, fmt.Errorf("symil: the rbf kernel is trained in the dual (solver=cp or dcd)")
 	}
 	var err error
+	if cfg.Scale, err = ovr.ParseScaling(p.String("scale", string(ovr.ScaleZScore))); err != nil {
+		return Config{}, fmt.Errorf("symil: %w", err)
+	}
 	floats := []struct {
 		key string
 		dst *float64
@@ -373,7 +377,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 	if err != nil {
 		return nil, err
 	}
-	data, err := ovr.Prepare(train)
+	data, err := ovr.PrepareScaled(train, cfg.Scale)
 	if err != nil {
 		return nil, err
 	}

@@ -12,11 +12,11 @@ import (
 )
 
 // Data is a training set prepared for the one-vs-rest trainers: the labeled
-// bags' instances standardised into one row list, each bag a list of row
+// bags' instances transformed by Scaler into one row list, each bag a list of row
 // indices.
 type Data struct {
 	Scaler Scaler
-	// Rows holds the standardised instances of all labeled bags.
+	// Rows holds the transformed instances of all labeled bags.
 	Rows [][]float64
 	// Bags[i] lists the rows of labeled bag i, in order.
 	Bags [][]int
@@ -26,11 +26,16 @@ type Data struct {
 	BagIndex []int
 }
 
-// Prepare validates train, drops unlabeled bags (they carry no training
-// signal for these supervised-at-bag-level models) and standardises the
-// features with a scaler fitted on the remaining instances. Invalid bags
-// yield an error wrapping models.ErrBadInput.
+// Prepare is PrepareScaled with the default z-score.
 func Prepare(train *mil.Dataset) (*Data, error) {
+	return PrepareScaled(train, ScaleZScore)
+}
+
+// PrepareScaled validates train, drops unlabeled bags (they carry no
+// training signal for these supervised-at-bag-level models) and transforms
+// the features with a scaler of the given mode fitted on the remaining
+// instances. Invalid bags yield an error wrapping models.ErrBadInput.
+func PrepareScaled(train *mil.Dataset, mode Scaling) (*Data, error) {
 	if train == nil || train.Dim <= 0 {
 		return nil, fmt.Errorf("%w: dataset has no dimension", models.ErrBadInput)
 	}
@@ -59,7 +64,10 @@ func Prepare(train *mil.Dataset) (*Data, error) {
 	if len(d.Bags) == 0 {
 		return nil, fmt.Errorf("%w: no labeled bag to train on", models.ErrBadInput)
 	}
-	d.Scaler = FitScaler(raw, train.Dim)
+	var err error
+	if d.Scaler, err = FitScalerMode(mode, raw, train.Dim); err != nil {
+		return nil, err
+	}
 	d.Rows = make([][]float64, len(raw))
 	for i, x := range raw {
 		d.Rows[i] = d.Scaler.Apply(make([]float64, train.Dim), x)

@@ -1,6 +1,6 @@
 // Package ovr holds a trained one-vs-rest multi-instance classifier: one
 // instance scorer per class (a linear function or an RBF kernel expansion)
-// over standardised features, and the rule that turns instance scores into a
+// over transformed (by default standardised) features, and the rule that turns instance scores into a
 // bag decision. SyMIL, mi-SVM and MI-SVM all produce this model; they differ
 // in how they train the scorers and in the bag rule.
 package ovr
@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -47,8 +48,56 @@ func (r Rule) BagScore(s []float64) (score float64, positive bool) {
 	return hi, hi > 0
 }
 
-// Scaler standardises features: x'_j = (x_j − Mean_j) / Scale_j.
+// Scaling names the feature transform applied to every instance before it
+// is scored. The paper does not say how features were prepared, and the
+// trade-off C acts on ‖w‖ relative to the feature scale (C_eff ≈ C·scale²),
+// so the transform is a parameter of every kind that trains this model.
+type Scaling string
+
+const (
+	// ScaleZScore standardises each feature over the training instances
+	// (the default; the empty Scaling of models serialised before the field
+	// existed means this too).
+	ScaleZScore Scaling = "zscore"
+	// ScaleNone leaves the raw features.
+	ScaleNone Scaling = "none"
+	// ScaleUnit divides each instance by its L2 norm (no other transform).
+	ScaleUnit Scaling = "unit"
+	// ScaleZUnit z-scores, then divides each instance by its L2 norm.
+	ScaleZUnit Scaling = "zunit"
+	// ScaleMinMax maps each feature to [0, 1] over the training instances
+	// (unseen instances may fall outside).
+	ScaleMinMax Scaling = "minmax"
+)
+
+// Scalings lists the valid values, the default first.
+var Scalings = []Scaling{ScaleZScore, ScaleNone, ScaleUnit, ScaleZUnit, ScaleMinMax}
+
+// ParseScaling returns the Scaling named s; "" is the default z-score.
+func ParseScaling(s string) (Scaling, error) {
+	if s == "" {
+		return ScaleZScore, nil
+	}
+	for _, v := range Scalings {
+		if Scaling(s) == v {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("scale %q (want zscore, none, unit, zunit or minmax)", s)
+}
+
+// unitNorm reports whether the transform ends by normalising the instance.
+func (m Scaling) unitNorm() bool { return m == ScaleUnit || m == ScaleZUnit }
+
+// Scaler transforms features: x'_j = (x_j − Mean_j) / Scale_j, then, for
+// the unit and zunit modes, x' / ‖x'‖ (an all-zero x' is left as is). Every
+// mode is stored in this affine-plus-normalisation form (none and unit have
+// Mean 0 and Scale 1, minmax has Mean = min and Scale = max − min), so the
+// state keeps one shape and Apply one code path.
 type Scaler struct {
+	// Mode is omitted for the z-score so that states written before the
+	// field existed and states written now decode alike.
+	Mode  Scaling   `json:"mode,omitempty"`
 	Mean  []float64 `json:"mean"`
 	Scale []float64 `json:"scale"`
 }
@@ -56,12 +105,51 @@ type Scaler struct {
 // FitScaler returns the z-score scaler of the given rows; constant features
 // get scale 1, so they are only centred.
 func FitScaler(rows [][]float64, dim int) Scaler {
+	s, _ := FitScalerMode(ScaleZScore, rows, dim)
+	return s
+}
+
+// FitScalerMode returns the scaler of the given mode fitted on rows.
+// Constant features get scale 1 (z-score: centred only; minmax: mapped to
+// 0). An unknown mode is an error.
+func FitScalerMode(mode Scaling, rows [][]float64, dim int) (Scaler, error) {
+	mode, err := ParseScaling(string(mode))
+	if err != nil {
+		return Scaler{}, err
+	}
 	s := Scaler{Mean: make([]float64, dim), Scale: make([]float64, dim)}
+	if mode != ScaleZScore {
+		s.Mode = mode
+	}
+	for j := range s.Scale {
+		s.Scale[j] = 1
+	}
 	if len(rows) == 0 {
-		for j := range s.Scale {
-			s.Scale[j] = 1
+		return s, nil
+	}
+	switch mode {
+	case ScaleZScore, ScaleZUnit:
+		fitZScore(&s, rows)
+	case ScaleMinMax:
+		lo, hi := slices.Clone(rows[0]), slices.Clone(rows[0])
+		for _, x := range rows[1:] {
+			for j, v := range x {
+				lo[j], hi[j] = math.Min(lo[j], v), math.Max(hi[j], v)
+			}
 		}
-		return s
+		for j := range s.Mean {
+			s.Mean[j] = lo[j]
+			if r := hi[j] - lo[j]; r > 1e-12 {
+				s.Scale[j] = r
+			}
+		}
+	}
+	return s, nil
+}
+
+func fitZScore(s *Scaler, rows [][]float64) {
+	for j := range s.Scale {
+		s.Scale[j] = 0
 	}
 	for _, x := range rows {
 		for j, v := range x {
@@ -84,15 +172,26 @@ func FitScaler(rows [][]float64, dim int) Scaler {
 			s.Scale[j] = 1
 		}
 	}
-	return s
 }
 
-// Apply writes the standardised x into dst (len(dst) ≥ len(x)) and returns
+// Apply writes the transformed x into dst (len(dst) ≥ len(x)) and returns
 // dst[:len(x)].
 func (s Scaler) Apply(dst, x []float64) []float64 {
 	dst = dst[:len(x)]
 	for j, v := range x {
 		dst[j] = (v - s.Mean[j]) / s.Scale[j]
+	}
+	if s.Mode.unitNorm() {
+		n := 0.0
+		for _, v := range dst {
+			n += v * v
+		}
+		if n > 0 {
+			n = 1 / math.Sqrt(n)
+			for j := range dst {
+				dst[j] *= n
+			}
+		}
 	}
 	return dst
 }
@@ -174,6 +273,9 @@ func New(meta models.Meta, st State) (*Model, error) {
 	}
 	if len(st.Scorers) != len(meta.Classes) {
 		return nil, fmt.Errorf("%d scorers for %d classes", len(st.Scorers), len(meta.Classes))
+	}
+	if _, err := ParseScaling(string(st.Scaler.Mode)); err != nil {
+		return nil, fmt.Errorf("scaler: %w", err)
 	}
 	if len(st.Scaler.Mean) != meta.Dim || len(st.Scaler.Scale) != meta.Dim {
 		return nil, fmt.Errorf("scaler of dimension %d/%d, want %d", len(st.Scaler.Mean), len(st.Scaler.Scale), meta.Dim)

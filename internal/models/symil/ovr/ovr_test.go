@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -155,5 +156,159 @@ func TestSeedDistinct(t *testing.T) {
 	}
 	if Seed(1, 2) == Seed(2, 2) || Seed(1, 2, 3) == Seed(1, 3, 2) {
 		t.Error("seeds ignore the base or the order")
+	}
+}
+
+func TestScalerModes(t *testing.T) {
+	// Feature 0 ranges over 1..5, feature 1 is constant.
+	rows := [][]float64{{1, 5}, {3, 5}, {5, 5}}
+	sd := math.Sqrt(8.0 / 3)
+	zx := []float64{(4 - 3) / sd, 7 - 5} // z-score of x = (4, 7); constant feature only centred
+	zn := math.Hypot(zx[0], zx[1])
+	tests := []struct {
+		mode Scaling
+		x    []float64
+		want []float64
+	}{
+		{ScaleZScore, []float64{4, 7}, zx},
+		{"", []float64{4, 7}, zx}, // the empty mode is the default
+		{ScaleNone, []float64{4, 7}, []float64{4, 7}},
+		{ScaleUnit, []float64{3, 4}, []float64{0.6, 0.8}},
+		{ScaleUnit, []float64{0, 0}, []float64{0, 0}}, // zero vector left as is
+		{ScaleZUnit, []float64{4, 7}, []float64{zx[0] / zn, zx[1] / zn}},
+		{ScaleZUnit, []float64{3, 5}, []float64{0, 0}},      // the mean maps to zero, not NaN
+		{ScaleMinMax, []float64{4, 7}, []float64{0.75, 2}},  // constant feature: shifted by its value, scale 1
+		{ScaleMinMax, []float64{0, 5}, []float64{-0.25, 0}}, // unseen values may leave [0, 1]
+	}
+	for _, tc := range tests {
+		s, err := FitScalerMode(tc.mode, rows, 2)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.mode, err)
+		}
+		got := s.Apply(make([]float64, 2), tc.x)
+		for j := range got {
+			if math.Abs(got[j]-tc.want[j]) > 1e-12 {
+				t.Errorf("%q %v: got %v, want %v", tc.mode, tc.x, got, tc.want)
+				break
+			}
+		}
+	}
+	if _, err := FitScalerMode("l2", rows, 2); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	// The training rows themselves: minmax spans [0, 1] on a varying feature.
+	s, _ := FitScalerMode(ScaleMinMax, rows, 2)
+	if lo, hi := s.Apply(make([]float64, 2), rows[0])[0], s.Apply(make([]float64, 2), rows[2])[0]; lo != 0 || hi != 1 {
+		t.Errorf("minmax of the training extremes: %v, %v", lo, hi)
+	}
+}
+
+// scaleToy is a two-class multi-label set whose features have very
+// different scales, so every mode yields different rows.
+func scaleToy() *mil.Dataset {
+	ds := &mil.Dataset{Name: "toy", Classes: []string{"a", "b"}, Dim: 3}
+	for i := range 6 {
+		b := mil.Bag{Labels: []int{i % 2}}
+		if i == 5 {
+			b.Labels = nil // unlabeled: dropped by Prepare
+		}
+		for j := range 3 {
+			f := float64(i*3 + j)
+			b.Instances = append(b.Instances, []float64{100 + 7*f, 0.01 * f * f, -3 + math.Sin(f)})
+		}
+		ds.Bags = append(ds.Bags, b)
+	}
+	return ds
+}
+
+// TestScalingRoundTrip checks, for every mode, that a model's state
+// survives MarshalState/Decode with its scaler mode, and that Annotate
+// scores a training bag exactly as the training-time rows of PrepareScaled.
+func TestScalingRoundTrip(t *testing.T) {
+	ds := scaleToy()
+	meta := models.Meta{Kind: "x", Classes: ds.Classes, Dim: ds.Dim}
+	for _, mode := range Scalings {
+		data, err := PrepareScaled(ds, mode)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if len(data.Bags) != 5 {
+			t.Fatalf("%s: %d labeled bags, want 5", mode, len(data.Bags))
+		}
+		scorers := []Scorer{{W: []float64{0.5, -2, 1}, B: 0.1}, {W: []float64{-1, 3, 0.25}, B: -0.2}}
+		m, err := New(meta, State{Rule: Max, Scaler: data.Scaler, Scorers: scorers})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		raw, err := m.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(meta, raw)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", mode, err)
+		}
+		if got, _ := ParseScaling(string(back.State().Scaler.Mode)); got != mode {
+			t.Errorf("%s: decoded mode %q", mode, back.State().Scaler.Mode)
+		}
+		for bi, di := range data.BagIndex {
+			ann, err := back.Annotate(context.Background(), &ds.Bags[di], models.Inductive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, g := range data.Bags[bi] {
+				for c, sc := range scorers {
+					want := sc.Score(data.Rows[g])
+					if got := ann.InstanceScores[j][c]; math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+						t.Errorf("%s bag %d instance %d class %d: annotate %v, training rows %v", mode, di, j, c, got, want)
+					}
+				}
+			}
+		}
+		if mode.unitNorm() {
+			if n := math.Sqrt(dotRow(data.Rows[0], data.Rows[0])); math.Abs(n-1) > 1e-12 {
+				t.Errorf("%s: training row norm %v", mode, n)
+			}
+		}
+	}
+}
+
+func dotRow(a, b []float64) float64 {
+	v := 0.0
+	for j := range a {
+		v += a[j] * b[j]
+	}
+	return v
+}
+
+// TestScalerStateCompat: a state serialised before the mode field existed
+// decodes as a z-score model, the z-score is still written without the
+// field, and an unknown mode is rejected rather than silently ignored.
+func TestScalerStateCompat(t *testing.T) {
+	meta := models.Meta{Kind: "x", Classes: []string{"a"}, Dim: 2}
+	old := `{"rule":"max","scaler":{"mean":[1,2],"scale":[2,4]},"scorers":[{"w":[1,1],"b":0}]}`
+	m, err := Decode(meta, []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// z = ((3−1)/2, (6−2)/4) = (1, 1): score 2 (a unit-norm mode would give √2).
+	if s := m.InstanceScores(&mil.Bag{Instances: [][]float64{{3, 6}}})[0][0]; math.Abs(s-2) > 1e-12 {
+		t.Errorf("old state score %v, want 2", s)
+	}
+	raw, _ := m.MarshalState()
+	if strings.Contains(string(raw), `"mode"`) {
+		t.Errorf("z-score state writes a mode: %s", raw)
+	}
+	bad := strings.Replace(old, `"scaler":{`, `"scaler":{"mode":"l2",`, 1)
+	if _, err := Decode(meta, []byte(bad)); err == nil {
+		t.Error("unknown scaler mode accepted")
+	}
+	unit := strings.Replace(old, `"scaler":{`, `"scaler":{"mode":"zunit",`, 1)
+	m, err = Decode(meta, []byte(unit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := m.InstanceScores(&mil.Bag{Instances: [][]float64{{3, 6}}})[0][0]; math.Abs(s-math.Sqrt2) > 1e-12 {
+		t.Errorf("zunit state score %v, want √2", s)
 	}
 }
