@@ -10,6 +10,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/modeltest"
 	"github.com/mimlstream/mimlstream/internal/synth"
 )
 
@@ -26,22 +27,7 @@ func TestSLRLearnsSupervised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	right, total := 0, 0
-	for _, b := range test.Bags[120:] {
-		q := b
-		q.Labels = nil
-		a, err := m.Annotate(context.Background(), &q, models.Inductive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, y := range b.InstanceLabels {
-			if a.InstanceLabels[i] == y {
-				right++
-			}
-			total++
-		}
-	}
-	if acc := float64(right) / float64(total); acc < 0.95 {
+	if acc := modeltest.InductiveAccuracy(t, m, test.Bags[120:]); acc < 0.95 {
 		t.Errorf("held-out accuracy %.3f on separable classes", acc)
 	}
 }

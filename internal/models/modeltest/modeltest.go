@@ -2,9 +2,12 @@
 package modeltest
 
 import (
+	"context"
 	"math"
+	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
 )
 
 // Seq returns lo, lo+1, …, hi−1: bag indices for Dataset.Subset.
@@ -33,4 +36,31 @@ func NonNegative(ds *mil.Dataset) *mil.Dataset {
 		out.Bags[i] = b
 	}
 	return &out
+}
+
+// InductiveAccuracy annotates every bag with its label set hidden (copies:
+// bags is not modified) and returns the fraction of instances whose
+// predicted label equals their true instance label. It fails t on an
+// annotation error.
+func InductiveAccuracy(t testing.TB, m models.Model, bags []mil.Bag) float64 {
+	t.Helper()
+	right, total := 0, 0
+	for i := range bags {
+		b := bags[i]
+		b.Labels = nil
+		a, err := m.Annotate(context.Background(), &b, models.Inductive)
+		if err != nil {
+			t.Fatalf("bag %s: %v", b.ID, err)
+		}
+		for j, y := range b.InstanceLabels {
+			if a.InstanceLabels[j] == y {
+				right++
+			}
+			total++
+		}
+	}
+	if total == 0 {
+		t.Fatal("no labeled instance to score")
+	}
+	return float64(right) / float64(total)
 }
