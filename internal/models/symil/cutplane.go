@@ -84,6 +84,32 @@ func autoGamma(x [][]float64) float64 {
 	return 1 / dist
 }
 
+// meanDistance is the mean Euclidean distance over distinct pairs of rows:
+// the paper's "γ determined as the mean pairwise instance distance" read
+// literally (gamma=meandist). It is O(N²d), once per training set.
+func meanDistance(x [][]float64) float64 {
+	n := len(x)
+	if n < 2 {
+		return 1
+	}
+	sum := 0.0
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			d := 0.0
+			for j, v := range x[a] {
+				e := v - x[b][j]
+				d += e * e
+			}
+			sum += math.Sqrt(d)
+		}
+	}
+	m := sum / float64(n*(n-1)/2)
+	if !(m > 0) {
+		return 1
+	}
+	return m
+}
+
 type plane struct {
 	idx  []int     // local instances with a non-zero coefficient
 	coef []float64 // g = Σ coef·φ(x_idx)

@@ -95,3 +95,23 @@ func TestDCDCertificate(t *testing.T) {
 		})
 	}
 }
+
+// meanDistance against the distances of a 3-4-5 triangle and a collinear
+// triple, and autoGamma against its definition on the same points.
+func TestGammaReadings(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		x          [][]float64
+		mean, auto float64
+	}{
+		{"3-4-5", [][]float64{{0, 0}, {3, 0}, {0, 4}}, 4, 1 / (50.0 / 3)},
+		{"line", [][]float64{{0}, {1}, {3}}, 2, 1 / (14.0 / 3)},
+	} {
+		if got := meanDistance(tc.x); math.Abs(got-tc.mean) > 1e-12 {
+			t.Errorf("%s: meanDistance %v, want %v", tc.name, got, tc.mean)
+		}
+		if got := autoGamma(tc.x); math.Abs(got-tc.auto) > 1e-12 {
+			t.Errorf("%s: autoGamma %v, want %v", tc.name, got, tc.auto)
+		}
+	}
+}

@@ -42,7 +42,9 @@
 //	lambda       cv, or a fixed λ ≥ 0                           (cv)
 //	lambda_grid  λ candidates of the inner CV                   (0.1,0.2,0.5,1)
 //	cv_folds     folds of the inner CV over λ (stratified)      (3)
-//	gamma        RBF γ: auto or a positive number               (auto)
+//	gamma        RBF γ: auto (1 / mean squared pairwise distance),
+//	             meandist (the mean pairwise distance itself, the
+//	             paper's words read literally) or a number   (auto)
 //	restarts     random latent initialisations per fit          (3)
 //	epochs       SGD passes over the bags per CCCP step         (50)
 //	cccp_iters   maximum CCCP rounds                            (20)

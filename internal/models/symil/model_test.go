@@ -226,6 +226,8 @@ func TestParams(t *testing.T) {
 		{models.Params{"lambda": "x"}, false},
 		{models.Params{"lambda_grid": "0.1,oops"}, false},
 		{models.Params{"gamma": "0"}, false},
+		{models.Params{"kernel": "rbf", "gamma": "meandist"}, true},
+		{models.Params{"gamma": "median"}, false},
 		{models.Params{"cv_folds": "1"}, false},
 		{models.Params{"restart": "3"}, false}, // typo of restarts
 		{models.Params{"solver": "cp"}, true},

@@ -41,18 +41,21 @@ type Config struct {
 	Lambda     float64   // used when LambdaGrid is nil
 	LambdaGrid []float64 // non-nil: choose λ per class by inner CV
 	CVFolds    int
-	Gamma      float64 // 0: auto
-	Restarts   int
-	Epochs     int
-	CCCPIters  int
-	CCCPEps    float64
-	CPIters    int
-	CPEps      float64
-	Bias       bool
-	GramLimit  int
-	DCDEps     float64
-	DCDSweeps  int
-	Scale      ovr.Scaling // feature transform, fitted on the training instances
+	Gamma      float64 // 0: auto or meandist
+	// GammaMeanDist selects the literal reading of the paper's γ: the mean
+	// pairwise instance distance itself (not its inverse square).
+	GammaMeanDist bool
+	Restarts      int
+	Epochs        int
+	CCCPIters     int
+	CCCPEps       float64
+	CPIters       int
+	CPEps         float64
+	Bias          bool
+	GramLimit     int
+	DCDEps        float64
+	DCDSweeps     int
+	Scale         ovr.Scaling // feature transform, fitted on the training instances
 }
 
 var knownParams = []string{"kernel", "solver", "C", "lambda", "lambda_grid", "cv_folds", "gamma", "restarts",
@@ -117,9 +120,13 @@ func ParseParams(p models.Params) (Config, error) {
 	if cfg.Bias, err = p.Bool("bias", true); err != nil {
 		return Config{}, err
 	}
-	if g := p.String("gamma", "auto"); g != "auto" {
+	switch g := p.String("gamma", "auto"); g {
+	case "auto":
+	case "meandist":
+		cfg.GammaMeanDist = true
+	default:
 		if cfg.Gamma, err = strconv.ParseFloat(g, 64); err != nil || !(cfg.Gamma > 0) || math.IsInf(cfg.Gamma, 0) {
-			return Config{}, fmt.Errorf("symil: gamma=%q (want auto or a positive number)", g)
+			return Config{}, fmt.Errorf("symil: gamma=%q (want auto, meandist or a positive number)", g)
 		}
 	}
 	switch l := p.String("lambda", "cv"); l {
@@ -188,7 +195,10 @@ func newTrainer(cfg Config, rows [][]float64) (*trainer, error) {
 			dcd: cfg.Solver == "dcd", gapEps: cfg.DCDEps, sweeps: cfg.DCDSweeps}
 		return t, nil
 	}
-	if t.cfg.Gamma == 0 {
+	switch {
+	case t.cfg.GammaMeanDist:
+		t.cfg.Gamma = meanDistance(rows)
+	case t.cfg.Gamma == 0:
 		t.cfg.Gamma = autoGamma(rows)
 	}
 	shift := 0.0
