@@ -145,7 +145,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 	if err != nil {
 		return nil, err
 	}
-	data, err := ovr.PrepareScaled(train, cfg.Scale)
+	data, err := ovr.Prepare(train, cfg.Scale)
 	if err != nil {
 		return nil, err
 	}

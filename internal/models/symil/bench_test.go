@@ -18,7 +18,7 @@ func musk1Problem(b *testing.B, params models.Params) (*trainer, *problem) {
 	if err != nil {
 		b.Skip(err)
 	}
-	data, err := ovr.Prepare(ds)
+	data, err := ovr.Prepare(ds, ovr.ScaleZScore)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -387,7 +387,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 	if err != nil {
 		return nil, err
 	}
-	data, err := ovr.PrepareScaled(train, cfg.Scale)
+	data, err := ovr.Prepare(train, cfg.Scale)
 	if err != nil {
 		return nil, err
 	}

@@ -26,16 +26,11 @@ type Data struct {
 	BagIndex []int
 }
 
-// Prepare is PrepareScaled with the default z-score.
-func Prepare(train *mil.Dataset) (*Data, error) {
-	return PrepareScaled(train, ScaleZScore)
-}
-
-// PrepareScaled validates train, drops unlabeled bags (they carry no
+// Prepare validates train, drops unlabeled bags (they carry no
 // training signal for these supervised-at-bag-level models) and transforms
 // the features with a scaler of the given mode fitted on the remaining
 // instances. Invalid bags yield an error wrapping models.ErrBadInput.
-func PrepareScaled(train *mil.Dataset, mode Scaling) (*Data, error) {
+func Prepare(train *mil.Dataset, mode Scaling) (*Data, error) {
 	if train == nil || train.Dim <= 0 {
 		return nil, fmt.Errorf("%w: dataset has no dimension", models.ErrBadInput)
 	}
@@ -65,7 +60,7 @@ func PrepareScaled(train *mil.Dataset, mode Scaling) (*Data, error) {
 		return nil, fmt.Errorf("%w: no labeled bag to train on", models.ErrBadInput)
 	}
 	var err error
-	if d.Scaler, err = FitScalerMode(mode, raw, train.Dim); err != nil {
+	if d.Scaler, err = FitScaler(mode, raw, train.Dim); err != nil {
 		return nil, err
 	}
 	d.Rows = make([][]float64, len(raw))

@@ -102,17 +102,10 @@ type Scaler struct {
 	Scale []float64 `json:"scale"`
 }
 
-// FitScaler returns the z-score scaler of the given rows; constant features
-// get scale 1, so they are only centred.
-func FitScaler(rows [][]float64, dim int) Scaler {
-	s, _ := FitScalerMode(ScaleZScore, rows, dim)
-	return s
-}
-
-// FitScalerMode returns the scaler of the given mode fitted on rows.
+// FitScaler returns the scaler of the given mode fitted on rows.
 // Constant features get scale 1 (z-score: centred only; minmax: mapped to
 // 0). An unknown mode is an error.
-func FitScalerMode(mode Scaling, rows [][]float64, dim int) (Scaler, error) {
+func FitScaler(mode Scaling, rows [][]float64, dim int) (Scaler, error) {
 	mode, err := ParseScaling(string(mode))
 	if err != nil {
 		return Scaler{}, err

@@ -38,7 +38,10 @@ func TestBagScore(t *testing.T) {
 
 func TestScaler(t *testing.T) {
 	rows := [][]float64{{1, 5}, {3, 5}, {5, 5}}
-	s := FitScaler(rows, 2)
+	s, err := FitScaler(ScaleZScore, rows, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	z := s.Apply(make([]float64, 2), []float64{3, 7})
 	if math.Abs(z[0]) > 1e-12 || math.Abs(z[1]-2) > 1e-12 { // constant feature: centred, scale 1
 		t.Errorf("z = %v", z)
@@ -181,7 +184,7 @@ func TestScalerModes(t *testing.T) {
 		{ScaleMinMax, []float64{0, 5}, []float64{-0.25, 0}}, // unseen values may leave [0, 1]
 	}
 	for _, tc := range tests {
-		s, err := FitScalerMode(tc.mode, rows, 2)
+		s, err := FitScaler(tc.mode, rows, 2)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.mode, err)
 		}
@@ -193,11 +196,11 @@ func TestScalerModes(t *testing.T) {
 			}
 		}
 	}
-	if _, err := FitScalerMode("l2", rows, 2); err == nil {
+	if _, err := FitScaler("l2", rows, 2); err == nil {
 		t.Error("unknown mode accepted")
 	}
 	// The training rows themselves: minmax spans [0, 1] on a varying feature.
-	s, _ := FitScalerMode(ScaleMinMax, rows, 2)
+	s, _ := FitScaler(ScaleMinMax, rows, 2)
 	if lo, hi := s.Apply(make([]float64, 2), rows[0])[0], s.Apply(make([]float64, 2), rows[2])[0]; lo != 0 || hi != 1 {
 		t.Errorf("minmax of the training extremes: %v, %v", lo, hi)
 	}
@@ -228,7 +231,7 @@ func TestScalingRoundTrip(t *testing.T) {
 	ds := scaleToy()
 	meta := models.Meta{Kind: "x", Classes: ds.Classes, Dim: ds.Dim}
 	for _, mode := range Scalings {
-		data, err := PrepareScaled(ds, mode)
+		data, err := Prepare(ds, mode)
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
