@@ -226,7 +226,7 @@ func scaleToy() *mil.Dataset {
 
 // TestScalingRoundTrip checks, for every mode, that a model's state
 // survives MarshalState/Decode with its scaler mode, and that Annotate
-// scores a training bag exactly as the training-time rows of PrepareScaled.
+// scores a training bag exactly as the training-time rows of Prepare.
 func TestScalingRoundTrip(t *testing.T) {
 	ds := scaleToy()
 	meta := models.Meta{Kind: "x", Classes: ds.Classes, Dim: ds.Dim}
