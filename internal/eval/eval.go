@@ -75,7 +75,8 @@ type Stat struct {
 	N    int     `json:"n"`
 }
 
-func newStat(xs []float64) Stat {
+// NewStat summarises xs.
+func NewStat(xs []float64) Stat {
 	s := Stat{N: len(xs)}
 	if s.N == 0 {
 		return s
@@ -326,7 +327,7 @@ func aggregate(rep *Report, binary bool) {
 		if len(xs) == 0 || len(xs) != len(rep.FoldResults) {
 			continue
 		}
-		s := newStat(xs)
+		s := NewStat(xs)
 		switch name {
 		case metrics.InstanceAccuracy:
 			rep.InstanceAccuracy = &s

@@ -132,9 +132,9 @@ func TestStat(t *testing.T) {
 		{nil, Stat{}},
 	}
 	for _, tc := range tests {
-		got := newStat(tc.xs)
+		got := NewStat(tc.xs)
 		if math.Abs(got.Mean-tc.want.Mean) > 1e-12 || math.Abs(got.Std-tc.want.Std) > 1e-12 || got.N != tc.want.N {
-			t.Errorf("newStat(%v) = %+v, want %+v", tc.xs, got, tc.want)
+			t.Errorf("NewStat(%v) = %+v, want %+v", tc.xs, got, tc.want)
 		}
 	}
 }
@@ -213,7 +213,7 @@ func TestRunInductive(t *testing.T) {
 		}
 	}
 	for name, xs := range want {
-		s := newStat(xs)
+		s := NewStat(xs)
 		got := rep.Measure(name)
 		if got == nil {
 			t.Errorf("%s missing", name)
@@ -308,7 +308,7 @@ func TestRunBinaryStratified(t *testing.T) {
 		}
 		want = append(want, float64(right)/float64(len(test)))
 	}
-	s := newStat(want)
+	s := NewStat(want)
 	if rep.BagAccuracy == nil || math.Abs(rep.BagAccuracy.Mean-s.Mean) > 1e-12 || math.Abs(rep.BagAccuracy.Std-s.Std) > 1e-12 {
 		t.Errorf("bag accuracy = %+v, want %+v", rep.BagAccuracy, s)
 	}
