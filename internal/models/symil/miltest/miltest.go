@@ -14,6 +14,7 @@ package miltest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -131,9 +132,9 @@ func oracle(t *testing.T, kind models.Kind, data *mil.Dataset, cfg eval.Config, 
 	var reps []*eval.Report
 	for _, v := range strings.Split(vals, "|") {
 		c := cfg
-		c.Params = models.Params{}
-		for k, pv := range cfg.Params {
-			c.Params[k] = pv
+		c.Params = maps.Clone(cfg.Params)
+		if c.Params == nil {
+			c.Params = models.Params{}
 		}
 		c.Params[key] = v
 		rep, err := eval.Run(context.Background(), kind, data, c)
@@ -160,15 +161,17 @@ func OracleReport(reps []*eval.Report) (*eval.Report, error) {
 		return nil, fmt.Errorf("oracle over no reports")
 	}
 	first := reps[0]
+	for _, rep := range reps {
+		if len(rep.FoldResults) != len(first.FoldResults) {
+			return nil, fmt.Errorf("reports have %d and %d folds", len(first.FoldResults), len(rep.FoldResults))
+		}
+	}
 	out := &eval.Report{Repeats: first.Repeats, FoldResults: make([]eval.FoldResult, len(first.FoldResults))}
 	var accs []float64
 	for i, f := range first.FoldResults {
 		best := eval.FoldResult{Repeat: f.Repeat, Fold: f.Fold, Metrics: map[string]float64{}}
 		acc := math.Inf(-1)
 		for _, rep := range reps {
-			if len(rep.FoldResults) != len(first.FoldResults) {
-				return nil, fmt.Errorf("reports have %d and %d folds", len(first.FoldResults), len(rep.FoldResults))
-			}
 			g := rep.FoldResults[i]
 			if g.Repeat != f.Repeat || g.Fold != f.Fold || g.TestBags != f.TestBags {
 				return nil, fmt.Errorf("fold %d differs between reports: not the same splits", i)
