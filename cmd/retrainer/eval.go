@@ -316,6 +316,9 @@ func writeReport(w io.Writer, rep *eval.Report) error {
 		}
 	}
 	fmt.Fprintf(tw, "\ntrain_seconds\t%.3f\t(%.3f per fit)\n", rep.TrainSeconds, rep.TrainSeconds/float64(max(1, len(rep.FoldTrainSeconds))))
+	if rep.TrainCPUSeconds > 0 {
+		fmt.Fprintf(tw, "train_cpu_seconds\t%.3f\n", rep.TrainCPUSeconds)
+	}
 	fmt.Fprintf(tw, "annotate_seconds\t%.3f\n", rep.AnnotateSeconds)
 	return tw.Flush()
 }
@@ -323,9 +326,10 @@ func writeReport(w io.Writer, rep *eval.Report) error {
 func writeSweep(w io.Writer, sr *eval.SweepReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "%s on %s: %s sweep, accuracy = %s, speed-up vs %s=%g\n\n", sr.Model, sr.Dataset, sr.Param, sr.Metric, sr.Param, sr.Baseline)
-	fmt.Fprintf(tw, "%s\tmean\tstd\ttrain_seconds\tspeed_up\t\n", sr.Param)
+	fmt.Fprintf(tw, "%s\tmean\tstd\ttrain_seconds\tspeed_up\ttrain_cpu_seconds\tcpu_speed_up\t\n", sr.Param)
 	for _, p := range sr.Points {
-		fmt.Fprintf(tw, "%g\t%.4f\t%.4f\t%.3f\t%.2f\t\n", p.Value, p.Accuracy.Mean, p.Accuracy.Std, p.TrainSeconds, p.SpeedUp)
+		fmt.Fprintf(tw, "%g\t%.4f\t%.4f\t%.3f\t%.2f\t%.3f\t%.2f\t\n", p.Value, p.Accuracy.Mean, p.Accuracy.Std,
+			p.TrainSeconds, p.SpeedUp, p.TrainCPUSeconds, p.CPUSpeedUp)
 	}
 	return tw.Flush()
 }

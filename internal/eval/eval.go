@@ -97,12 +97,16 @@ func NewStat(xs []float64) Stat {
 
 // FoldResult is the outcome of one fit and its annotation of the test bags.
 type FoldResult struct {
-	Repeat          int                `json:"repeat"`
-	Fold            int                `json:"fold"`
-	FitSeed         int64              `json:"fit_seed"`
-	TrainBags       int                `json:"train_bags"`
-	TestBags        int                `json:"test_bags"`
-	TrainSeconds    float64            `json:"train_seconds"`
+	Repeat       int     `json:"repeat"`
+	Fold         int     `json:"fold"`
+	FitSeed      int64   `json:"fit_seed"`
+	TrainBags    int     `json:"train_bags"`
+	TestBags     int     `json:"test_bags"`
+	TrainSeconds float64 `json:"train_seconds"`
+	// TrainCPUSeconds is the process CPU time the fit used (all its
+	// goroutines; nothing else of the protocol runs during a fit), absent
+	// where the platform does not report it.
+	TrainCPUSeconds float64            `json:"train_cpu_seconds,omitempty"`
 	AnnotateSeconds float64            `json:"annotate_seconds"`
 	Metrics         map[string]float64 `json:"metrics"`
 }
@@ -137,6 +141,7 @@ type Report struct {
 
 	TrainSeconds     float64      `json:"train_seconds"`
 	FoldTrainSeconds []float64    `json:"fold_train_seconds"`
+	TrainCPUSeconds  float64      `json:"train_cpu_seconds,omitempty"`
 	AnnotateSeconds  float64      `json:"annotate_seconds"`
 	FoldResults      []FoldResult `json:"fold_results"`
 }
@@ -295,6 +300,7 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 			rep.FoldResults = append(rep.FoldResults, fr)
 			rep.FoldTrainSeconds = append(rep.FoldTrainSeconds, fr.TrainSeconds)
 			rep.TrainSeconds += fr.TrainSeconds
+			rep.TrainCPUSeconds += fr.TrainCPUSeconds
 			rep.AnnotateSeconds += fr.AnnotateSeconds
 			done++
 			if cfg.Progress != nil {
@@ -353,12 +359,16 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 	// Training bags keep their instance labels: the weakly supervised models
 	// ignore them by contract, and the supervised upper bound (SLR) needs them.
 	train := data.Subset(t.train)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	m, err := kind.Fit(ctx, train, models.FitOptions{Seed: fr.FitSeed, Params: cfg.Params, Workers: cfg.Workers})
 	if err != nil {
 		return fr, fmt.Errorf("fit: %w", err)
 	}
 	fr.TrainSeconds = time.Since(start).Seconds()
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		fr.TrainCPUSeconds = (cpu1 - cpu0).Seconds()
+	}
 
 	start = time.Now()
 	preds, err := annotate(ctx, m, data, t.test, cfg)

@@ -8,8 +8,10 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
 	"github.com/mimlstream/mimlstream/internal/metrics"
@@ -471,5 +473,51 @@ func TestSweep(t *testing.T) {
 	}
 	if _, _, err := SweepDefaults("shrink"); err == nil {
 		t.Error("unknown sweep accepted")
+	}
+}
+
+// TestTrainCPUSeconds checks that a fit's CPU time is measured: a kind whose
+// fit burns a known amount of process CPU (spinning until the counter has
+// advanced, so load elsewhere cannot shorten it) must report at least that.
+func TestTrainCPUSeconds(t *testing.T) {
+	if _, ok := processCPU(); !ok {
+		t.Skip("process CPU time is not reported on this platform")
+	}
+	echo := evaltest.Echo(nil, "")
+	burn := echo
+	burn.Fit = func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
+		ms, err := strconv.Atoi(opt.Params["burn_ms"])
+		if err != nil {
+			return nil, err
+		}
+		start, _ := processCPU()
+		for x := 0.0; ; x += math.Sqrt(x + 1) {
+			if now, _ := processCPU(); now-start >= time.Duration(ms)*time.Millisecond {
+				break
+			}
+		}
+		return echo.Fit(ctx, train, opt)
+	}
+	data, _ := mixedData(20)
+	sr, err := RunSweep(context.Background(), burn, data, Config{Folds: 2, Seed: 1}, "burn_ms", []float64{40, 20}, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range sr.Points {
+		for _, f := range p.Report.FoldResults {
+			if min := p.Value / 1000; f.TrainCPUSeconds < min {
+				t.Errorf("burn_ms=%v fold %d: train_cpu_seconds %v < %v", p.Value, f.Fold, f.TrainCPUSeconds, min)
+			}
+		}
+		if want := sr.Points[0].TrainCPUSeconds / p.TrainCPUSeconds; math.Abs(p.CPUSpeedUp-want) > 1e-9 {
+			t.Errorf("burn_ms=%v: cpu speed-up %v, want %v", p.Value, p.CPUSpeedUp, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := PlotSweep(&buf, "svg", sr); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("CPU")) {
+		t.Error("plot of a sweep with CPU times has no CPU curve legend")
 	}
 }

@@ -40,10 +40,14 @@ func PlotSweep(w io.Writer, format string, sr *SweepReport) error {
 	acc := make(plotter.XYs, len(pts))
 	errs := make(plotter.YErrors, len(pts))
 	secs := make(plotter.XYs, len(pts))
+	cpu := make(plotter.XYs, 0, len(pts))
 	for i, p := range pts {
 		acc[i] = plotter.XY{X: p.Value, Y: p.Accuracy.Mean}
 		errs[i] = struct{ Low, High float64 }{p.Accuracy.Std, p.Accuracy.Std}
 		secs[i] = plotter.XY{X: p.Value, Y: p.TrainSeconds}
+		if p.TrainCPUSeconds > 0 {
+			cpu = append(cpu, plotter.XY{X: p.Value, Y: p.TrainCPUSeconds})
+		}
 	}
 	title := fmt.Sprintf("%s on %s", sr.Model, sr.Dataset)
 	xlabel := fmt.Sprintf("%s fraction", sr.Param)
@@ -75,6 +79,21 @@ func PlotSweep(w io.Writer, format string, sr *SweepReport) error {
 		return fmt.Errorf("plot time: %w", err)
 	}
 	pt.Add(line, points, plotter.NewGrid())
+	// CPU time is drawn when every point has it: it is the curve that the
+	// load of other processes does not bend.
+	if len(cpu) == len(pts) {
+		pt.Y.Label.Text = "training time per protocol run (s): wall, CPU"
+		cl, cp, err := plotter.NewLinePoints(cpu)
+		if err != nil {
+			return fmt.Errorf("plot CPU time: %w", err)
+		}
+		cl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		cp.Shape = draw.BoxGlyph{}
+		pt.Add(cl, cp)
+		pt.Legend.Add("wall clock", line, points)
+		pt.Legend.Add("CPU (all cores)", cl, cp)
+		pt.Legend.Top = true
+	}
 
 	c, err := draw.NewFormattedCanvas(12*vg.Inch, 4.5*vg.Inch, format)
 	if err != nil {

@@ -41,7 +41,12 @@ type SweepPoint struct {
 	TrainSeconds float64 `json:"train_seconds"`
 	// SpeedUp is the baseline's total training time over this point's.
 	SpeedUp float64 `json:"speed_up"`
-	Report  *Report `json:"report"`
+	// TrainCPUSeconds and CPUSpeedUp are the same in process CPU time,
+	// which the load of other processes does not inflate (absent where the
+	// platform does not report it).
+	TrainCPUSeconds float64 `json:"train_cpu_seconds,omitempty"`
+	CPUSpeedUp      float64 `json:"cpu_speed_up,omitempty"`
+	Report          *Report `json:"report"`
 }
 
 // SweepReport is the outcome of a sweep.
@@ -87,15 +92,19 @@ func RunSweep(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Conf
 	if sr.Metric == "" {
 		return nil, fmt.Errorf("sweep %s: no accuracy measure is defined for this model and data", param)
 	}
-	base := reps[slices.Index(values, baseline)].TrainSeconds
+	base := reps[slices.Index(values, baseline)]
 	for i, rep := range reps {
 		acc := rep.Measure(sr.Metric)
 		if acc == nil {
 			return nil, fmt.Errorf("sweep %s=%v: %s undefined", param, values[i], sr.Metric)
 		}
-		p := SweepPoint{Value: values[i], Accuracy: *acc, TrainSeconds: rep.TrainSeconds, Report: rep}
+		p := SweepPoint{Value: values[i], Accuracy: *acc, TrainSeconds: rep.TrainSeconds,
+			TrainCPUSeconds: rep.TrainCPUSeconds, Report: rep}
 		if rep.TrainSeconds > 0 {
-			p.SpeedUp = base / rep.TrainSeconds
+			p.SpeedUp = base.TrainSeconds / rep.TrainSeconds
+		}
+		if rep.TrainCPUSeconds > 0 {
+			p.CPUSpeedUp = base.TrainCPUSeconds / rep.TrainCPUSeconds
 		}
 		sr.Points = append(sr.Points, p)
 	}

@@ -64,7 +64,7 @@ func BenchmarkFitMSCV2(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	for _, p := range []models.Params{{}, {"estep": "forward"}, {"subset": "0.2"}} {
+	for _, p := range []models.Params{{}, {"estep": "forward"}, {"subset": "0.8"}, {"subset": "0.5"}, {"subset": "0.2"}} {
 		name := "default"
 		for k, v := range p {
 			name = k + "=" + v
