@@ -93,6 +93,7 @@ func PlotSweep(w io.Writer, format string, sr *SweepReport) error {
 		pt.Legend.Add("wall clock", line, points)
 		pt.Legend.Add("CPU (all cores)", cl, cp)
 		pt.Legend.Top = true
+		pt.Legend.Left = true // the curves rise to the right
 	}
 
 	c, err := draw.NewFormattedCanvas(12*vg.Inch, 4.5*vg.Inch, format)
