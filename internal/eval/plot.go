@@ -93,7 +93,8 @@ func PlotSweep(w io.Writer, format string, sr *SweepReport) error {
 		pt.Legend.Add("wall clock", line, points)
 		pt.Legend.Add("CPU (all cores)", cl, cp)
 		pt.Legend.Top = true
-		pt.Legend.Left = true // the curves rise to the right
+		// Top corner on the side where the curves are low.
+		pt.Legend.Left = cpu[0].Y < cpu[len(cpu)-1].Y
 	}
 
 	c, err := draw.NewFormattedCanvas(12*vg.Inch, 4.5*vg.Inch, format)
