@@ -1,0 +1,199 @@
+// Package httpguard protects the services' HTTP endpoints: bearer-token
+// authentication, a bound on concurrent requests, server timeouts that close
+// slow clients, and a body reader that hands out one line at a time under a
+// per-line and a total limit, so that memory stays bounded whatever a client
+// sends.
+package httpguard
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Tokens is a set of accepted bearer tokens.
+type Tokens struct {
+	sums [][sha256.Size]byte
+}
+
+// LoadTokens reads one token a line; blank lines and lines starting with #
+// are skipped. An empty file is an error: it would lock every client out
+// while looking configured.
+func LoadTokens(path string) (*Tokens, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth token file: %w", err)
+	}
+	t := &Tokens{}
+	for line := range strings.Lines(string(raw)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		t.sums = append(t.sums, sha256.Sum256([]byte(line)))
+	}
+	if len(t.sums) == 0 {
+		return nil, fmt.Errorf("auth token file %s holds no token", path)
+	}
+	return t, nil
+}
+
+// Valid reports whether tok is one of the tokens. Every configured token is
+// compared, in constant time over digests of equal length, so the answer's
+// timing says nothing about how close a guess was or which token matched.
+func (t *Tokens) Valid(tok string) bool {
+	sum := sha256.Sum256([]byte(tok))
+	ok := 0
+	for i := range t.sums {
+		ok |= subtle.ConstantTimeCompare(sum[:], t.sums[i][:])
+	}
+	return ok == 1
+}
+
+// RequireBearer answers 401 to a request without one of the tokens in its
+// Authorization header. The answer is the same whatever part was wrong
+// (missing header, wrong scheme, unknown token). A nil t lets every request
+// through (authentication off).
+func RequireBearer(t *Tokens, next http.Handler) http.Handler {
+	if t == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		tok, found := strings.CutPrefix(h, "Bearer ")
+		if !found || !t.Valid(strings.TrimSpace(tok)) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mimlstream"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LimitConcurrency answers 503 with Retry-After to requests beyond limit in
+// flight, instead of queueing them without bound. limit <= 0 means no bound.
+func LimitConcurrency(limit int, retryAfter time.Duration, next http.Handler) http.Handler {
+	if limit <= 0 {
+		return next
+	}
+	slots := make(chan struct{}, limit)
+	secs := strconv.FormatInt(max(1, int64(retryAfter/time.Second)), 10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", secs)
+			http.Error(w, "too many concurrent requests", http.StatusServiceUnavailable)
+		}
+	})
+}
+
+// Timeouts bound how long a client may hold a connection.
+type Timeouts struct {
+	ReadHeader time.Duration
+	Read       time.Duration
+	Write      time.Duration
+	Idle       time.Duration
+}
+
+// DefaultTimeouts bound a request's headers to 5 s and its whole body and
+// answer to a minute: a client trickling bytes is cut off, however slowly it
+// sends.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 5 * time.Second, Read: 60 * time.Second, Write: 60 * time.Second, Idle: 60 * time.Second}
+}
+
+// Server returns an http.Server with the timeouts set.
+func (t Timeouts) Server(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
+}
+
+// Errors of the line reader.
+var (
+	ErrLineTooLong = errors.New("line exceeds the per-line limit")
+	ErrBodyTooLong = errors.New("body exceeds the total limit")
+)
+
+// Lines reads a body one line at a time. A line longer than maxLine is
+// skipped (its bytes are read and dropped, never buffered whole) and
+// reported with ErrLineTooLong, after which reading goes on; a body longer
+// than maxTotal stops with ErrBodyTooLong. maxTotal <= 0 means no total
+// limit (memory stays bounded by maxLine either way).
+type Lines struct {
+	r        *bufio.Reader
+	maxLine  int
+	maxTotal int64
+	read     int64
+	line     []byte
+	n        int // 1-based number of the current line
+}
+
+// NewLines wraps r.
+func NewLines(r io.Reader, maxLine int, maxTotal int64) *Lines {
+	return &Lines{r: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, maxTotal: maxTotal}
+}
+
+// Next returns the next line without its newline (and without a trailing
+// \r), its 1-based number, and an error: io.EOF at the end, ErrLineTooLong
+// for a skipped line (call Next again), ErrBodyTooLong or a read error to
+// stop. The returned slice is valid until the next call.
+func (l *Lines) Next() ([]byte, int, error) {
+	l.line = l.line[:0]
+	tooLong := false
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		l.read += int64(len(frag))
+		if l.maxTotal > 0 && l.read > l.maxTotal {
+			return nil, l.n + 1, ErrBodyTooLong
+		}
+		if !tooLong {
+			n := len(l.line) + len(frag)
+			if bytes.HasSuffix(frag, []byte("\n")) {
+				n-- // the newline is not part of the line
+			}
+			if n > l.maxLine {
+				tooLong = true
+				l.line = l.line[:0]
+			} else {
+				l.line = append(l.line, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			l.n++
+			if tooLong {
+				return nil, l.n, ErrLineTooLong
+			}
+			return trimEOL(l.line), l.n, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(l.line) == 0 && !tooLong {
+				return nil, l.n + 1, io.EOF
+			}
+			l.n++
+			if tooLong {
+				return nil, l.n, ErrLineTooLong
+			}
+			return trimEOL(l.line), l.n, nil
+		default:
+			return nil, l.n + 1, err
+		}
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
