@@ -1,13 +1,14 @@
 # The README's two commands: `make demo` runs the main job, `make test` the tests.
 GO ?= go
 
-.PHONY: test vet bench demo build
+.PHONY: test vet bench demo build mutate
 test: vet
 	$(GO) test -count=1 -timeout 80m ./...
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 build:
 	$(GO) build -o bin/ ./cmd/...
