@@ -20,7 +20,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/eval"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -309,8 +309,8 @@ func writeReport(w io.Writer, rep *eval.Report) error {
 		fmt.Fprintf(tw, "params\t%s\n", strings.Join(keys, " "))
 	}
 	fmt.Fprintf(tw, "\nmeasure\tmean\tstd\tfolds\n")
-	for _, name := range []string{metrics.InstanceAccuracy, metrics.BagAccuracy, metrics.HammingLoss,
-		metrics.RankingLoss, metrics.OneError, metrics.Coverage, metrics.AveragePrecision} {
+	for _, name := range []string{measure.InstanceAccuracy, measure.BagAccuracy, measure.HammingLoss,
+		measure.RankingLoss, measure.OneError, measure.Coverage, measure.AveragePrecision} {
 		if s := rep.Measure(name); s != nil {
 			fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", name, s.Mean, s.Std, s.N)
 		}

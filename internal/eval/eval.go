@@ -34,7 +34,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -149,19 +149,19 @@ type Report struct {
 // Measure returns the named measure (a metrics name), or nil.
 func (r *Report) Measure(name string) *Stat {
 	switch name {
-	case metrics.InstanceAccuracy:
+	case measure.InstanceAccuracy:
 		return r.InstanceAccuracy
-	case metrics.HammingLoss:
+	case measure.HammingLoss:
 		return r.HammingLoss
-	case metrics.RankingLoss:
+	case measure.RankingLoss:
 		return r.RankingLoss
-	case metrics.OneError:
+	case measure.OneError:
 		return r.OneError
-	case metrics.Coverage:
+	case measure.Coverage:
 		return r.Coverage
-	case metrics.AveragePrecision:
+	case measure.AveragePrecision:
 		return r.AveragePrecision
-	case metrics.BagAccuracy:
+	case measure.BagAccuracy:
 		return r.BagAccuracy
 	}
 	return nil
@@ -318,10 +318,10 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 // only if every fold defines it: averaging over the folds where it happens
 // to be defined would hide a model or data problem.
 func aggregate(rep *Report, binary bool) {
-	names := []string{metrics.InstanceAccuracy, metrics.HammingLoss, metrics.RankingLoss,
-		metrics.OneError, metrics.Coverage, metrics.AveragePrecision}
+	names := []string{measure.InstanceAccuracy, measure.HammingLoss, measure.RankingLoss,
+		measure.OneError, measure.Coverage, measure.AveragePrecision}
 	if binary {
-		names = append(names, metrics.BagAccuracy)
+		names = append(names, measure.BagAccuracy)
 	}
 	for _, name := range names {
 		xs := make([]float64, 0, len(rep.FoldResults))
@@ -335,19 +335,19 @@ func aggregate(rep *Report, binary bool) {
 		}
 		s := NewStat(xs)
 		switch name {
-		case metrics.InstanceAccuracy:
+		case measure.InstanceAccuracy:
 			rep.InstanceAccuracy = &s
-		case metrics.HammingLoss:
+		case measure.HammingLoss:
 			rep.HammingLoss = &s
-		case metrics.RankingLoss:
+		case measure.RankingLoss:
 			rep.RankingLoss = &s
-		case metrics.OneError:
+		case measure.OneError:
 			rep.OneError = &s
-		case metrics.Coverage:
+		case measure.Coverage:
 			rep.Coverage = &s
-		case metrics.AveragePrecision:
+		case measure.AveragePrecision:
 			rep.AveragePrecision = &s
-		case metrics.BagAccuracy:
+		case measure.BagAccuracy:
 			rep.BagAccuracy = &s
 		}
 	}
@@ -377,7 +377,7 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 	}
 	fr.AnnotateSeconds = time.Since(start).Seconds()
 
-	acc := metrics.NewAccumulator(len(data.Classes))
+	acc := measure.NewAccumulator(len(data.Classes))
 	for j, i := range t.test {
 		if err := acc.Add(&data.Bags[i], preds[j]); err != nil {
 			return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
@@ -390,7 +390,7 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 // annotate labels the test bags concurrently. Each query is a copy of the bag
 // without instance labels and, in inductive mode, without its label set, so
 // no model can peek at the answer.
-func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int, cfg Config) ([]metrics.Prediction, error) {
+func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int, cfg Config) ([]measure.Prediction, error) {
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -399,7 +399,7 @@ func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	preds := make([]metrics.Prediction, len(test))
+	preds := make([]measure.Prediction, len(test))
 	errs := make([]error, len(test))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -417,7 +417,7 @@ func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int
 					cancel()
 					continue
 				}
-				preds[j] = metrics.Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}
+				preds[j] = measure.Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}
 			}
 		})
 	}

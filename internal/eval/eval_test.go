@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -194,12 +194,12 @@ func TestRunInductive(t *testing.T) {
 				a++
 			}
 		}
-		want[metrics.InstanceAccuracy] = append(want[metrics.InstanceAccuracy], 2*a/(2*a+b))
-		want[metrics.HammingLoss] = append(want[metrics.HammingLoss], 2.0/3*b/(a+b))
-		want[metrics.OneError] = append(want[metrics.OneError], b/(a+b))
-		want[metrics.Coverage] = append(want[metrics.Coverage], 1)
-		want[metrics.RankingLoss] = append(want[metrics.RankingLoss], b/2/(a+b))
-		want[metrics.AveragePrecision] = append(want[metrics.AveragePrecision], (a+b/2)/(a+b))
+		want[measure.InstanceAccuracy] = append(want[measure.InstanceAccuracy], 2*a/(2*a+b))
+		want[measure.HammingLoss] = append(want[measure.HammingLoss], 2.0/3*b/(a+b))
+		want[measure.OneError] = append(want[measure.OneError], b/(a+b))
+		want[measure.Coverage] = append(want[measure.Coverage], 1)
+		want[measure.RankingLoss] = append(want[measure.RankingLoss], b/2/(a+b))
+		want[measure.AveragePrecision] = append(want[measure.AveragePrecision], (a+b/2)/(a+b))
 
 		fr := rep.FoldResults[f]
 		if fr.TestBags != len(test) || fr.TrainBags != n-len(test) {
@@ -443,7 +443,7 @@ func TestSweep(t *testing.T) {
 	if cfg.Params[SweepPrune] != "" {
 		t.Error("sweep mutated the caller's params")
 	}
-	if sr.Points[0].SpeedUp != 1 || sr.Metric != metrics.InstanceAccuracy {
+	if sr.Points[0].SpeedUp != 1 || sr.Metric != measure.InstanceAccuracy {
 		t.Errorf("baseline speed-up %v metric %q", sr.Points[0].SpeedUp, sr.Metric)
 	}
 	for _, p := range sr.Points {

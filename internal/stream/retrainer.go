@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	metrics "github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/mimlstream/mimlstream/internal/eval"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/mlca"
@@ -122,9 +122,9 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 	if err != nil {
 		return Selection{}, fmt.Errorf("select: %w", err)
 	}
-	accs := make([]*metrics.Accumulator, len(cands))
+	accs := make([]*measure.Accumulator, len(cands))
 	for c := range accs {
-		accs[c] = metrics.NewAccumulator(len(train.Classes))
+		accs[c] = measure.NewAccumulator(len(train.Classes))
 	}
 	for f, test := range split {
 		inTest := make(map[int]bool, len(test))
@@ -231,12 +231,12 @@ func innerSeed(seed int64, f int) int64 {
 // annotateAll labels the bags inductively on up to workers goroutines. Each
 // query is a copy without the label set and instance labels; predictions are
 // stored by index, so the result does not depend on scheduling.
-func annotateAll(ctx context.Context, m models.Model, bags []*mil.Bag, workers int) ([]metrics.Prediction, error) {
+func annotateAll(ctx context.Context, m models.Model, bags []*mil.Bag, workers int) ([]measure.Prediction, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(bags)))
-	preds := make([]metrics.Prediction, len(bags))
+	preds := make([]measure.Prediction, len(bags))
 	errs := make([]error, len(bags))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -252,7 +252,7 @@ func annotateAll(ctx context.Context, m models.Model, bags []*mil.Bag, workers i
 					errs[j] = fmt.Errorf("annotate bag %q: %w", bags[j].ID, err)
 					continue
 				}
-				preds[j] = metrics.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}
+				preds[j] = measure.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}
 			}
 		})
 	}
