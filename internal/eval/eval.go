@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -174,7 +175,7 @@ type task struct {
 }
 
 // plan lays out the fits of a run.
-func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol string, err error) {
+func plan(data *mil.Dataset, cfg Config) (tasks []task, perRepeat int, protocol string, err error) {
 	n := len(data.Bags)
 	all := make([]int, n)
 	for i := range all {
@@ -218,15 +219,15 @@ func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol stri
 	for r := range cfg.Repeats {
 		var fs [][]int
 		if cfg.Stratify {
-			fs, err = StratifiedKFold(keys, cfg.Folds, cfg.Seed, uint64(r))
+			fs, err = folds.StratifiedKFold(keys, cfg.Folds, cfg.Seed, uint64(r))
 		} else {
-			fs, err = KFold(n, cfg.Folds, cfg.Seed, uint64(r))
+			fs, err = folds.KFold(n, cfg.Folds, cfg.Seed, uint64(r))
 		}
 		if err != nil {
 			return nil, 0, "", err
 		}
 		for f, test := range fs {
-			tasks = append(tasks, task{repeat: r, fold: f, train: complement(n, test), test: test})
+			tasks = append(tasks, task{repeat: r, fold: f, train: folds.Complement(n, test), test: test})
 		}
 	}
 	strat := ""

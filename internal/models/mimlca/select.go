@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/mimlstream/mimlstream/internal/eval"
+	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -94,7 +94,7 @@ type Selection struct {
 	Best   int
 }
 
-// Select scores each candidate by a folds-fold cross-validation on the
+// Select scores each candidate by a k-fold cross-validation on the
 // labeled bags of train only, in inductive mode (the bag label sets of the
 // inner test bags are hidden, as they are at annotation time).
 //
@@ -108,7 +108,7 @@ type Selection struct {
 // random numbers: the k-means restarts start from the same draws), so the
 // comparison is between settings, not between random starts. The result
 // depends only on opt.Seed, never on opt.Workers.
-func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cands []models.Params, folds int) (Selection, error) {
+func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cands []models.Params, k int) (Selection, error) {
 	if len(cands) == 0 {
 		return Selection{}, fmt.Errorf("select: no candidates")
 	}
@@ -118,7 +118,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 			idx = append(idx, i)
 		}
 	}
-	split, err := eval.KFold(len(idx), folds, opt.Seed, selectStream)
+	split, err := folds.KFold(len(idx), k, opt.Seed, selectStream)
 	if err != nil {
 		return Selection{}, fmt.Errorf("select: %w", err)
 	}
@@ -174,12 +174,12 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 // train with opt.Seed, so the model equals a direct fit with the chosen
 // parameters; Meta().Params records the choice and its inner score.
 func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
-	folds, err := opt.Params.Int(ParamSelectFolds, 3)
+	k, err := opt.Params.Int(ParamSelectFolds, 3)
 	if err != nil {
 		return nil, Result{}, err
 	}
-	if folds < 2 {
-		return nil, Result{}, fmt.Errorf("param %s=%d must be >= 2", ParamSelectFolds, folds)
+	if k < 2 {
+		return nil, Result{}, fmt.Errorf("param %s=%d must be >= 2", ParamSelectFolds, k)
 	}
 	cands := DefaultGrid().Candidates(opt.Params)
 	// Reject bad shared parameters before paying for the inner folds.
@@ -196,10 +196,10 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 		// Meta().Params of a selected model): nothing to choose.
 		final := cands[0]
 		final["select"] = SelectCV
-		final[ParamSelectFolds] = strconv.Itoa(folds)
+		final[ParamSelectFolds] = strconv.Itoa(k)
 		return fit(ctx, train, models.FitOptions{Params: final, Seed: opt.Seed, Workers: opt.Workers, Progress: opt.Progress})
 	}
-	sel, err := Select(ctx, train, opt, cands, folds)
+	sel, err := Select(ctx, train, opt, cands, k)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
@@ -214,7 +214,7 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 	slog.InfoContext(ctx, "mimlca: setting selected by inner cross-validation", attrs...)
 	final := maps.Clone(sel.Candidates[sel.Best])
 	final["select"] = SelectCV
-	final[ParamSelectFolds] = strconv.Itoa(folds)
+	final[ParamSelectFolds] = strconv.Itoa(k)
 	final[ParamSelectScore] = strconv.FormatFloat(sel.Scores[sel.Best], 'f', 4, 64)
 	return fit(ctx, train, models.FitOptions{Params: final, Seed: opt.Seed, Workers: opt.Workers, Progress: opt.Progress})
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
@@ -297,27 +298,6 @@ func (t *trainer) scorer(sol solution) ovr.Scorer {
 	return sc
 }
 
-// stratifiedFolds assigns each bag to one of k folds, positives and
-// negatives dealt round-robin after a seeded shuffle so every fold keeps the
-// class balance.
-func stratifiedFolds(pos []bool, k int, rng *rand.Rand) []int {
-	fold := make([]int, len(pos))
-	var p, n []int
-	for i, v := range pos {
-		if v {
-			p = append(p, i)
-		} else {
-			n = append(n, i)
-		}
-	}
-	rng.Shuffle(len(p), func(a, b int) { p[a], p[b] = p[b], p[a] })
-	rng.Shuffle(len(n), func(a, b int) { n[a], n[b] = n[b], n[a] })
-	for j, i := range append(p, n...) {
-		fold[i] = j % k
-	}
-	return fold
-}
-
 // chooseLambda runs the inner k-fold CV of the paper over the λ grid for one
 // class and returns the λ with the best mean held-out bag accuracy (the
 // smallest on ties: the grid is the paper's ascending order). Folds lacking
@@ -325,7 +305,9 @@ func stratifiedFolds(pos []bool, k int, rng *rand.Rand) []int {
 func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (float64, error) {
 	grid := t.cfg.LambdaGrid
 	k := t.cfg.CVFolds
-	fold := stratifiedFolds(pos, k, rand.New(rand.NewPCG(seed, 0xf01d)))
+	// Positives and negatives are dealt round-robin after a seeded shuffle,
+	// so every fold keeps the class balance.
+	fold := folds.Binary(pos, k, seed, 0xf01d)
 	acc := make([]float64, len(grid)*k)
 	valid := make([]bool, len(grid)*k)
 	err := ovr.Parallel(ctx, workers, len(grid)*k, func(ctx context.Context, job int) error {
