@@ -14,7 +14,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
 // SLRKind returns the supervised logistic regression kind ("slr"). Params:

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/svm"
+	"github.com/mimlstream/mimlstream/internal/solver/svm"
 )
 
 // Name is the kind name in the model registry.

@@ -11,7 +11,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/symil/miltest"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 )
 
 // binaryToy is standard-assumption MIL data: negative bags hold background

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
 // Fit trains an ORed-LR model on the labeled bags of train by EM.

@@ -12,8 +12,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
-	"github.com/mimlstream/mimlstream/internal/models/symil/qp"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/qp"
 )
 
 // Name is the kind name.
