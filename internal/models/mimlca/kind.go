@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/mimlstream/mimlstream/internal/metriclearn"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/mlca"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -25,7 +25,7 @@ func Kind() models.Kind {
 			return m, err
 		},
 		Decode: func(meta models.Meta, state []byte) (models.Model, error) {
-			return mlca.Decode(meta, state)
+			return metriclearn.Decode(meta, state)
 		},
 	}
 }
@@ -76,7 +76,7 @@ func parseOptions(p models.Params) (Options, error) {
 // With select=cv the capacity and bag distance are first chosen by an inner
 // cross-validation on train (see Select); the Result is then the one of the
 // final refit.
-func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
 	switch s := opt.Params.String("select", SelectNone); s {
 	case SelectNone:
 	case SelectCV:
@@ -88,8 +88,8 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 }
 
 // fit is Algorithm 1 with the settings of opt.Params as given.
-func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
-	cfg, err := mlca.ParseConfig(opt.Params)
+func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
+	cfg, err := metriclearn.ParseConfig(opt.Params)
 	if err != nil {
 		return nil, Result{}, err
 	}
@@ -108,9 +108,9 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 			labeled.Bags = append(labeled.Bags, *b)
 		}
 	}
-	xs := mlca.Instances(labeled)
+	xs := metriclearn.Instances(labeled)
 	if len(xs) == 0 {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", mlca.ErrNoData)
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", metriclearn.ErrNoData)
 	}
 	bags := make([]Bag, len(labeled.Bags))
 	start := 0
@@ -120,7 +120,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 		start += len(b.Instances)
 	}
 	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6d696d6c))
-	fm, err := mlca.NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
+	fm, err := metriclearn.NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
@@ -135,8 +135,8 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 	}
 	// Step 1: U with U Uᵀ = Φ Φ† (= K K† for a kernel).
 	space := phi
-	if cfg.Kernel != mlca.KernelLinear && o.Assign == "input" {
-		lin, err := mlca.NewFeatureMap(mlca.KernelLinear, 0, 0, xs, rng)
+	if cfg.Kernel != metriclearn.KernelLinear && o.Assign == "input" {
+		lin, err := metriclearn.NewFeatureMap(metriclearn.KernelLinear, 0, 0, xs, rng)
 		if err != nil {
 			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 		}
@@ -145,7 +145,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 			lin.Center(space)
 		}
 	}
-	wh, err := mlca.NewWhitener(mlca.Gram(space), len(xs))
+	wh, err := metriclearn.NewWhitener(metriclearn.Gram(space), len(xs))
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
@@ -164,10 +164,10 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 		}
 	}
 	if len(sel) == 0 {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", mlca.ErrNoData)
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", metriclearn.ErrNoData)
 	}
 	var w *mat.Dense
-	if cfg.Metric == mlca.MetricLearned {
+	if cfg.Metric == metriclearn.MetricLearned {
 		_, s := phi.Dims()
 		xsel := mat.NewDense(len(sel), s, nil)
 		lab := make([]int, len(sel))
@@ -175,7 +175,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 			xsel.SetRow(r, phi.RawRowView(j))
 			lab[r] = res.Assigned[j]
 		}
-		if w, err = mlca.Train(xsel, lab, k); err != nil {
+		if w, err = metriclearn.Train(xsel, lab, k); err != nil {
 			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 		}
 	}
@@ -183,7 +183,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 	for i, b := range bags {
 		assigned[i] = res.Assigned[b.Start : b.Start+b.N]
 	}
-	m, err := mlca.Build(ctx, KindName, labeled, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
+	m, err := metriclearn.Build(ctx, KindName, labeled, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}

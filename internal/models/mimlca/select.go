@@ -12,9 +12,9 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/metriclearn"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/mlca"
 )
 
 // Values of the select= parameter.
@@ -49,7 +49,7 @@ type Grid struct {
 // purpose: each candidate costs folds fits, and a wide grid selected on a few
 // hundred bags overfits the inner folds.
 func DefaultGrid() Grid {
-	return Grid{Capacity: []int{1, 9}, Hausdorff: []string{mlca.HausdorffMin, mlca.HausdorffMax}}
+	return Grid{Capacity: []int{1, 9}, Hausdorff: []string{metriclearn.HausdorffMin, metriclearn.HausdorffMax}}
 }
 
 // Candidates returns the parameter sets of the grid, each a copy of base with
@@ -161,7 +161,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 	for c, a := range accs {
 		s.Scores[c] = a.Result().AveragePrecision
 		if math.IsNaN(s.Scores[c]) {
-			return Selection{}, fmt.Errorf("select: %w: no inner test bag has a label set that average precision can rank", mlca.ErrNoData)
+			return Selection{}, fmt.Errorf("select: %w: no inner test bag has a label set that average precision can rank", metriclearn.ErrNoData)
 		}
 		if s.Best < 0 || s.Scores[c] > s.Scores[s.Best] {
 			s.Best = c
@@ -173,7 +173,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 // fitSelected runs Select on DefaultGrid() and refits the winner on all of
 // train with opt.Seed, so the model equals a direct fit with the chosen
 // parameters; Meta().Params records the choice and its inner score.
-func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
+func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
 	k, err := opt.Params.Int(ParamSelectFolds, 3)
 	if err != nil {
 		return nil, Result{}, err
@@ -184,7 +184,7 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 	cands := DefaultGrid().Candidates(opt.Params)
 	// Reject bad shared parameters before paying for the inner folds.
 	for _, p := range cands {
-		if _, err := mlca.ParseConfig(p); err != nil {
+		if _, err := metriclearn.ParseConfig(p); err != nil {
 			return nil, Result{}, err
 		}
 		if _, err := parseOptions(p); err != nil {
