@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
-	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/testsupport/evaltest"
 )
 
 // writeData saves n copies of one bag, whose measures under the echo model

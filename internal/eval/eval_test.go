@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
 	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/testsupport/evaltest"
 )
 
 func TestStat(t *testing.T) {

@@ -15,8 +15,8 @@
 // Cluster is the test-time procedure of the paper (k-means++ with 20
 // restarts on the k leading left singular vectors of X_t L, Section 3.4, or
 // directly on X_t L); DeltaLoss and RandLoss are its measures. The toy
-// experiment of the paper (Tables 2 and 3, generator in package synth) is
-// TestToyTables.
+// experiment of the paper (Tables 2 and 3, generator in package
+// internal/testsupport/synth) is TestToyTables.
 //
 // # Supervised fit
 //
