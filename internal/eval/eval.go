@@ -276,6 +276,11 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 		if params == nil {
 			params = models.Params{}
 		}
+		// Checked here too, not only by a Registry's Fit, so that a kind
+		// passed in directly fails before the first fold, not after it.
+		if err := kind.CheckParams(params); err != nil {
+			return nil, err
+		}
 		reps[v] = &Report{
 			Model: kind.Name, Dataset: data.Name, Protocol: protocol, Mode: cfg.Mode,
 			Folds: folds, Repeats: cfg.Repeats, Seed: cfg.Seed, Params: params,

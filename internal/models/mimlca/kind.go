@@ -20,6 +20,7 @@ func Kind() models.Kind {
 		Name:          KindName,
 		Description:   "MIMLCA: metric learned from bag labels by adapted k-means and closed form (Law et al. 2017), centroid and citation-kNN annotation",
 		InstanceLevel: true,
+		Params:        ParamSpecs(),
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			m, _, err := Fit(ctx, train, opt)
 			return m, err
@@ -28,6 +29,25 @@ func Kind() models.Kind {
 			return metriclearn.Decode(meta, state)
 		},
 	}
+}
+
+var _ models.Model = (*metriclearn.Model)(nil)
+
+// ParamSpecs declares the keys Fit reads: those of metriclearn.ParseConfig
+// and the MIMLCA-specific ones (see doc.go).
+func ParamSpecs() []models.ParamSpec {
+	return append(metriclearn.ParamSpecs(),
+		models.ParamSpec{Name: "iters", Type: models.ParamInt, Default: "50", Doc: "maximum adapted k-means iterations per restart"},
+		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment; lowest eq. 12 objective wins"},
+		models.ParamSpec{Name: "assign", Type: models.ParamEnum, Values: []string{"input", "kernel"}, Default: "input",
+			Doc: "space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"},
+		models.ParamSpec{Name: "capacity", Type: models.ParamInt, Default: "1", Doc: "instances of a bag one candidate label may take (1: eq. 2 of the paper)"},
+		models.ParamSpec{Name: "select", Type: models.ParamEnum, Values: []string{SelectNone, SelectCV}, Default: SelectNone,
+			Doc: "cv: choose capacity and hausdorff by inner cross-validation on the training bags"},
+		models.ParamSpec{Name: ParamSelectFolds, Type: models.ParamInt, Default: "3", Doc: "inner folds of select=cv, >= 2"},
+		models.ParamSpec{Name: ParamSelectScore, Type: models.ParamFloat,
+			Doc: "recorded by select=cv in Meta().Params (the winner's inner average precision); ignored as input"},
+	)
 }
 
 // Options are the MIMLCA-specific parameters.

@@ -22,6 +22,7 @@ func Kind() models.Kind {
 		Name:          KindName,
 		Description:   "MLCA: closed-form Mahalanobis metric from instance labels (Law et al. 2016), centroid and citation-kNN annotation",
 		InstanceLevel: true,
+		Params:        metriclearn.ParamSpecs(),
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			return Fit(ctx, train, opt)
 		},
