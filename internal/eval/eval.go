@@ -30,8 +30,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/folds"
@@ -376,75 +374,23 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 		fr.TrainCPUSeconds = (cpu1 - cpu0).Seconds()
 	}
 
+	// Each query is a copy of the bag without instance labels and, in
+	// inductive mode, without its label set (measure.Predict).
+	test := make([]*mil.Bag, len(t.test))
+	for j, i := range t.test {
+		test[j] = &data.Bags[i]
+	}
 	start = time.Now()
-	preds, err := annotate(ctx, m, data, t.test, cfg)
+	preds, err := measure.Predict(ctx, m, test, cfg.Mode, cfg.Workers)
 	if err != nil {
 		return fr, err
 	}
 	fr.AnnotateSeconds = time.Since(start).Seconds()
 
-	acc := measure.NewAccumulator(len(data.Classes))
-	for j, i := range t.test {
-		if err := acc.Add(&data.Bags[i], preds[j]); err != nil {
-			return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
-		}
+	res, err := measure.Score(len(data.Classes), test, preds)
+	if err != nil {
+		return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
 	}
-	fr.Metrics = acc.Result().Values()
+	fr.Metrics = res.Values()
 	return fr, nil
-}
-
-// annotate labels the test bags concurrently. Each query is a copy of the bag
-// without instance labels and, in inductive mode, without its label set, so
-// no model can peek at the answer.
-func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int, cfg Config) ([]measure.Prediction, error) {
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, len(test))
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	preds := make([]measure.Prediction, len(test))
-	errs := make([]error, len(test))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				b := &data.Bags[test[j]]
-				q := mil.Bag{ID: b.ID, Instances: b.Instances}
-				if cfg.Mode == models.Transductive {
-					q.Labels = b.Labels
-				}
-				a, err := m.Annotate(actx, &q, cfg.Mode)
-				if err != nil {
-					errs[j] = fmt.Errorf("annotate bag %q: %w", b.ID, err)
-					cancel()
-					continue
-				}
-				preds[j] = measure.Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}
-			}
-		})
-	}
-feed:
-	for j := range test {
-		select {
-		case jobs <- j:
-		case <-actx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	// Report the first failing bag in bag order, not in completion order.
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return preds, nil
 }

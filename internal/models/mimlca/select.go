@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"runtime"
 	"strconv"
-	"sync"
 
 	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/measure"
@@ -146,7 +144,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 			if err != nil {
 				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
 			}
-			preds, err := annotateAll(ctx, m, te, opt.Workers)
+			preds, err := measure.Predict(ctx, m, te, models.Inductive, opt.Workers)
 			if err != nil {
 				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
 			}
@@ -226,41 +224,4 @@ func innerSeed(seed int64, f int) int64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return int64((z ^ (z >> 31)) >> 1)
-}
-
-// annotateAll labels the bags inductively on up to workers goroutines. Each
-// query is a copy without the label set and instance labels; predictions are
-// stored by index, so the result does not depend on scheduling.
-func annotateAll(ctx context.Context, m models.Model, bags []*mil.Bag, workers int) ([]measure.Prediction, error) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(bags)))
-	preds := make([]measure.Prediction, len(bags))
-	errs := make([]error, len(bags))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for j := w; j < len(bags); j += workers {
-				if ctx.Err() != nil {
-					errs[j] = ctx.Err()
-					return
-				}
-				q := mil.Bag{ID: bags[j].ID, Instances: bags[j].Instances}
-				a, err := m.Annotate(ctx, &q, models.Inductive)
-				if err != nil {
-					errs[j] = fmt.Errorf("annotate bag %q: %w", bags[j].ID, err)
-					continue
-				}
-				preds[j] = measure.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return preds, nil
 }
