@@ -2,6 +2,24 @@
 // subpackage per paper) and the parts of the product that train, evaluate,
 // store and serve them. The pipeline depends only on this package; a model
 // added later plugs in by providing a Kind.
+//
+// The contract, all of it checked by tests:
+//
+//   - a Kind with a Fit and a Decode, and a Params declaration (ParamSpec)
+//     of every key Fit reads: a Registry rejects any other key and a value
+//     of the wrong type before Fit runs;
+//   - a Model whose Annotate is safe for concurrent use, wraps ErrBadInput
+//     for input it cannot handle, and annotates identically after
+//     Encode and Registry.Decode; optional capabilities (FeatureMapper) are
+//     declared here so a model can assert them;
+//   - an interface guard (var _ models.Model = (*Model)(nil)) in the kind's
+//     package, and no import of another kind or of the evaluation harness
+//     (shared code lives below the models: internal/solver/...,
+//     internal/metriclearn, internal/folds, internal/measure).
+//
+// Adding a kind: a package internal/models/<kind> with its Kind() and model,
+// one line in package catalog; catalog's TestConformance then runs it
+// through the contract, and internal/archtest checks its imports.
 package models
 
 import (
