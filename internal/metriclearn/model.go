@@ -383,15 +383,11 @@ func (m *Model) candidates(b *mil.Bag, mode models.Mode) []int {
 	return cand
 }
 
-// minHausdorff is the minimal Hausdorff distance (squared) between two bags
-// of projected points: min over pairs of ‖a − b‖².
-func minHausdorff(a, b [][]float64) float64 {
-	return minHausdorffBelow(a, b, math.Inf(1))
-}
-
-// minHausdorffBelow is minHausdorff when that is below bound, and some value
-// >= bound otherwise: partial sums stop as soon as they reach the best value
-// so far, which prunes most of the work when only near bags matter.
+// minHausdorffBelow is the minimal Hausdorff distance (squared) between two
+// bags of projected points, min over pairs of ‖a − b‖², when that is below
+// bound, and some value >= bound otherwise: partial sums stop as soon as they
+// reach the best value so far, which prunes most of the work when only near
+// bags matter.
 func minHausdorffBelow(a, b [][]float64, bound float64) float64 {
 	best := bound
 	for _, x := range a {

@@ -147,10 +147,7 @@ func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
 			return false
 		}
 	}
-	if (m.kern != nil) != (cfg.Kernel == KernelRBF) {
-		return false
-	}
-	return true
+	return (m.kern != nil) == (cfg.Kernel == KernelRBF)
 }
 
 // selectBags validates the labeled bags, drops the pruned ones (Section
