@@ -20,7 +20,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/eval"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -28,6 +28,7 @@ import (
 // evalFlags are the settings of `retrainer eval`.
 type evalFlags struct {
 	data, model, mode, split, out, sweep, sweepValues, plot string
+	listParams                                              string
 	folds, repeats, workers                                 int
 	seed                                                    int64
 	stratify, json                                          bool
@@ -42,7 +43,9 @@ inductive R x k-fold cross-validation (annotate held-out bags without their
 labels) or transductive (fit on all bags, annotate them knowing their label
 sets). With --sweep, repeats the evaluation for each prune or subset fraction
 and reports accuracy, training time and speed-up (Figures 10 and 11).
-Model kinds: `+kindList(e.registry), e.stderr)
+Model kinds: `+kindList(e.registry)+`
+--list-params KIND prints the --param keys of a kind (name, type, default,
+doc); any other key is rejected.`, e.stderr)
 	var f evalFlags
 	fs.StringVar(&f.data, "data", "", "dataset `file` (.mat, .arff, .data, .jsonl, .csv)")
 	fs.StringVar(&f.model, "model", "orlr", "model `kind`")
@@ -52,7 +55,8 @@ Model kinds: `+kindList(e.registry), e.stderr)
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the fold splits and of the fits")
 	fs.BoolVar(&f.stratify, "stratify", false, "stratify the folds by bag label set")
 	fs.StringVar(&f.split, "split", "cv", "cv: cross-validation; paper: the dataset's own train/test split (MSCV2 trnidx/tstidx)")
-	fs.Var(&f.params, "param", "model parameter `key=value` (repeatable)")
+	fs.Var(&f.params, "param", "model parameter `key=value` (repeatable; see --list-params)")
+	fs.StringVar(&f.listParams, "list-params", "", "print the parameters of model `kind` (name, type, default, doc) and exit")
 	fs.IntVar(&f.workers, "workers", 0, "parallelism of fitting and annotation (0: all cores)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table and progress bar")
 	fs.StringVar(&f.out, "out", "", "write the result to this `file` instead of standard output")
@@ -68,7 +72,37 @@ Model kinds: `+kindList(e.registry), e.stderr)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
+	if f.listParams != "" {
+		kind, err := e.registry.Lookup(f.listParams)
+		if err != nil {
+			return fmt.Errorf("%w: --list-params: %w", errUsage, err)
+		}
+		return writeParams(e.stdout, kind)
+	}
 	return evalMain(ctx, e, f)
+}
+
+// writeParams prints the parameters a kind declares.
+func writeParams(w io.Writer, kind models.Kind) error {
+	fmt.Fprintf(w, "%s: %s\n", kind.Name, kind.Description)
+	switch {
+	case kind.Params == nil:
+		fmt.Fprintln(w, "\nno parameter declarations: keys are passed through unchecked")
+		return nil
+	case len(kind.Params) == 0:
+		fmt.Fprintln(w, "\nno parameters")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nparam\ttype\tdefault\tdoc\n")
+	for _, s := range kind.Params {
+		def := s.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.TypeString(), def, s.Doc)
+	}
+	return tw.Flush()
 }
 
 func evalMain(ctx context.Context, e *env, f evalFlags) error {
@@ -203,8 +237,11 @@ func (f *evalFlags) config(reg *models.Registry) (eval.Config, models.Kind, erro
 	if f.split != "cv" && f.split != "paper" {
 		return cfg, kind, fmt.Errorf("--split %q: want cv or paper", f.split)
 	}
-	params, err := parseParams(f.params)
+	params, err := models.ParseParams(f.params)
 	if err != nil {
+		return cfg, kind, err
+	}
+	if err := kind.CheckParams(params); err != nil {
 		return cfg, kind, err
 	}
 	return eval.Config{Mode: mode, Folds: f.folds, Repeats: f.repeats, Seed: f.seed, Stratify: f.stratify,
@@ -244,18 +281,6 @@ func kindList(reg *models.Registry) string {
 		return strings.Join(names, ", ")
 	}
 	return "(none registered)"
-}
-
-func parseParams(kvs []string) (models.Params, error) {
-	p := models.Params{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--param %q: want key=value", kv)
-		}
-		p[k] = v
-	}
-	return p, nil
 }
 
 // loadData reads the dataset and, for --split paper, its own train/test
@@ -309,8 +334,8 @@ func writeReport(w io.Writer, rep *eval.Report) error {
 		fmt.Fprintf(tw, "params\t%s\n", strings.Join(keys, " "))
 	}
 	fmt.Fprintf(tw, "\nmeasure\tmean\tstd\tfolds\n")
-	for _, name := range []string{metrics.InstanceAccuracy, metrics.BagAccuracy, metrics.HammingLoss,
-		metrics.RankingLoss, metrics.OneError, metrics.Coverage, metrics.AveragePrecision} {
+	for _, name := range []string{measure.InstanceAccuracy, measure.BagAccuracy, measure.HammingLoss,
+		measure.RankingLoss, measure.OneError, measure.Coverage, measure.AveragePrecision} {
 		if s := rep.Measure(name); s != nil {
 			fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", name, s.Mean, s.Std, s.N)
 		}

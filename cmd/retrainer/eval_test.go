@@ -15,9 +15,10 @@ import (
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
-	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/catalog"
+	"github.com/mimlstream/mimlstream/internal/testsupport/evaltest"
 )
 
 // writeData saves n copies of one bag, whose measures under the echo model
@@ -326,5 +327,78 @@ func TestLoadPaperSplit(t *testing.T) {
 			t.Fatalf("bag %d in both parts", i)
 		}
 		seen[i] = true
+	}
+}
+
+// TestEvalListParams checks --list-params prints every declared parameter
+// of every catalog kind, and runs nothing else.
+func TestEvalListParams(t *testing.T) {
+	reg := catalog.New()
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			kind, _ := reg.Lookup(name)
+			e, stdout, stderr := testEnv()
+			e.registry = reg
+			if code := run(context.Background(), e, []string{"eval", "--list-params", name}); code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			out := stdout.String()
+			if !strings.HasPrefix(out, name+": "+kind.Description) {
+				t.Errorf("output does not start with the kind and its description:\n%s", out)
+			}
+			if len(kind.Params) == 0 && !strings.Contains(out, "no parameters") {
+				t.Errorf("kind without parameters:\n%s", out)
+			}
+			for _, s := range kind.Params {
+				def := s.Default
+				if def == "" {
+					def = "-"
+				}
+				// One row per parameter: name, type, default, doc.
+				if !slices.ContainsFunc(strings.Split(out, "\n"), func(line string) bool {
+					f := strings.Fields(line)
+					return len(f) > 3 && f[0] == s.Name && f[1] == s.TypeString() && f[2] == def && strings.HasSuffix(line, s.Doc)
+				}) {
+					t.Errorf("no row for %s %s %s %q in:\n%s", s.Name, s.TypeString(), def, s.Doc, out)
+				}
+			}
+		})
+	}
+	e, _, stderr := testEnv()
+	if code := run(context.Background(), e, []string{"eval", "--list-params", "nope"}); code != 2 || !strings.Contains(stderr.String(), `unknown model kind "nope"`) {
+		t.Errorf("--list-params nope: exit %d, stderr %q; want 2 and the unknown kind", code, stderr)
+	}
+}
+
+// TestEvalRejectsUndeclaredParams checks a key the kind does not declare,
+// or a value not of its type, is a usage error naming the valid keys,
+// before any data is read or fit run.
+func TestEvalRejectsUndeclaredParams(t *testing.T) {
+	path := writeData(t, 4)
+	rec := &evaltest.Recorder{}
+	kind := evaltest.Echo(rec, "")
+	kind.Params = []models.ParamSpec{
+		{Name: "iters", Type: models.ParamInt, Default: "3", Doc: "iterations"},
+		{Name: "c", Type: models.ParamFloat, Default: "1", Doc: "trade-off"},
+	}
+	tests := []struct {
+		param string
+		code  int
+		want  string
+	}{
+		{"itres=5", 2, `echo: unknown param "itres" (valid: c, iters)`},
+		{"iters=five", 2, `param iters="five": want an integer`},
+		{"c=2", 0, ""},
+	}
+	for _, tc := range tests {
+		e, _, stderr := testEnv()
+		e.registry = models.NewRegistry(kind)
+		code := run(context.Background(), e, []string{"eval", "--data", path, "--model", "echo", "--folds", "2", "--json", "--param", tc.param})
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("--param %s: exit %d, stderr %q; want exit %d and %q", tc.param, code, stderr, tc.code, tc.want)
+		}
+	}
+	if n := len(rec.Fits()); n != 2 {
+		t.Errorf("%d fits, want 2 (only the valid run's two folds)", n)
 	}
 }

@@ -18,6 +18,7 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"fit", "--help"}, []string{"Usage: retrainer fit", "--promote", "$MIMLSTREAM_RETRAINER_FIT_DATA"}},
 		{[]string{"fit", "-h"}, []string{"Usage: retrainer fit"}},
 		{[]string{"eval", "-h"}, []string{"$MIMLSTREAM_RETRAINER_EVAL_FOLDS"}},
+		{[]string{"eval", "--help"}, []string{"--list-params", "--list-params KIND prints the --param keys"}},
 	}
 	for _, tc := range tests {
 		code, _, stderr := runArgs(t, tc.args...)

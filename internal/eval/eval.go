@@ -30,11 +30,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
-	"sync"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/folds"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -149,19 +148,19 @@ type Report struct {
 // Measure returns the named measure (a metrics name), or nil.
 func (r *Report) Measure(name string) *Stat {
 	switch name {
-	case metrics.InstanceAccuracy:
+	case measure.InstanceAccuracy:
 		return r.InstanceAccuracy
-	case metrics.HammingLoss:
+	case measure.HammingLoss:
 		return r.HammingLoss
-	case metrics.RankingLoss:
+	case measure.RankingLoss:
 		return r.RankingLoss
-	case metrics.OneError:
+	case measure.OneError:
 		return r.OneError
-	case metrics.Coverage:
+	case measure.Coverage:
 		return r.Coverage
-	case metrics.AveragePrecision:
+	case measure.AveragePrecision:
 		return r.AveragePrecision
-	case metrics.BagAccuracy:
+	case measure.BagAccuracy:
 		return r.BagAccuracy
 	}
 	return nil
@@ -174,7 +173,7 @@ type task struct {
 }
 
 // plan lays out the fits of a run.
-func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol string, err error) {
+func plan(data *mil.Dataset, cfg Config) (tasks []task, perRepeat int, protocol string, err error) {
 	n := len(data.Bags)
 	all := make([]int, n)
 	for i := range all {
@@ -218,15 +217,15 @@ func plan(data *mil.Dataset, cfg Config) (tasks []task, folds int, protocol stri
 	for r := range cfg.Repeats {
 		var fs [][]int
 		if cfg.Stratify {
-			fs, err = StratifiedKFold(keys, cfg.Folds, cfg.Seed, uint64(r))
+			fs, err = folds.StratifiedKFold(keys, cfg.Folds, cfg.Seed, uint64(r))
 		} else {
-			fs, err = KFold(n, cfg.Folds, cfg.Seed, uint64(r))
+			fs, err = folds.KFold(n, cfg.Folds, cfg.Seed, uint64(r))
 		}
 		if err != nil {
 			return nil, 0, "", err
 		}
 		for f, test := range fs {
-			tasks = append(tasks, task{repeat: r, fold: f, train: complement(n, test), test: test})
+			tasks = append(tasks, task{repeat: r, fold: f, train: folds.Complement(n, test), test: test})
 		}
 	}
 	strat := ""
@@ -275,6 +274,11 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 		if params == nil {
 			params = models.Params{}
 		}
+		// Checked here too, not only by a Registry's Fit, so that a kind
+		// passed in directly fails before the first fold, not after it.
+		if err := kind.CheckParams(params); err != nil {
+			return nil, err
+		}
 		reps[v] = &Report{
 			Model: kind.Name, Dataset: data.Name, Protocol: protocol, Mode: cfg.Mode,
 			Folds: folds, Repeats: cfg.Repeats, Seed: cfg.Seed, Params: params,
@@ -318,10 +322,10 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 // only if every fold defines it: averaging over the folds where it happens
 // to be defined would hide a model or data problem.
 func aggregate(rep *Report, binary bool) {
-	names := []string{metrics.InstanceAccuracy, metrics.HammingLoss, metrics.RankingLoss,
-		metrics.OneError, metrics.Coverage, metrics.AveragePrecision}
+	names := []string{measure.InstanceAccuracy, measure.HammingLoss, measure.RankingLoss,
+		measure.OneError, measure.Coverage, measure.AveragePrecision}
 	if binary {
-		names = append(names, metrics.BagAccuracy)
+		names = append(names, measure.BagAccuracy)
 	}
 	for _, name := range names {
 		xs := make([]float64, 0, len(rep.FoldResults))
@@ -335,19 +339,19 @@ func aggregate(rep *Report, binary bool) {
 		}
 		s := NewStat(xs)
 		switch name {
-		case metrics.InstanceAccuracy:
+		case measure.InstanceAccuracy:
 			rep.InstanceAccuracy = &s
-		case metrics.HammingLoss:
+		case measure.HammingLoss:
 			rep.HammingLoss = &s
-		case metrics.RankingLoss:
+		case measure.RankingLoss:
 			rep.RankingLoss = &s
-		case metrics.OneError:
+		case measure.OneError:
 			rep.OneError = &s
-		case metrics.Coverage:
+		case measure.Coverage:
 			rep.Coverage = &s
-		case metrics.AveragePrecision:
+		case measure.AveragePrecision:
 			rep.AveragePrecision = &s
-		case metrics.BagAccuracy:
+		case measure.BagAccuracy:
 			rep.BagAccuracy = &s
 		}
 	}
@@ -370,75 +374,23 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 		fr.TrainCPUSeconds = (cpu1 - cpu0).Seconds()
 	}
 
+	// Each query is a copy of the bag without instance labels and, in
+	// inductive mode, without its label set (measure.Predict).
+	test := make([]*mil.Bag, len(t.test))
+	for j, i := range t.test {
+		test[j] = &data.Bags[i]
+	}
 	start = time.Now()
-	preds, err := annotate(ctx, m, data, t.test, cfg)
+	preds, err := measure.Predict(ctx, m, test, cfg.Mode, cfg.Workers)
 	if err != nil {
 		return fr, err
 	}
 	fr.AnnotateSeconds = time.Since(start).Seconds()
 
-	acc := metrics.NewAccumulator(len(data.Classes))
-	for j, i := range t.test {
-		if err := acc.Add(&data.Bags[i], preds[j]); err != nil {
-			return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
-		}
+	res, err := measure.Score(len(data.Classes), test, preds)
+	if err != nil {
+		return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
 	}
-	fr.Metrics = acc.Result().Values()
+	fr.Metrics = res.Values()
 	return fr, nil
-}
-
-// annotate labels the test bags concurrently. Each query is a copy of the bag
-// without instance labels and, in inductive mode, without its label set, so
-// no model can peek at the answer.
-func annotate(ctx context.Context, m models.Model, data *mil.Dataset, test []int, cfg Config) ([]metrics.Prediction, error) {
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, len(test))
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	preds := make([]metrics.Prediction, len(test))
-	errs := make([]error, len(test))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				b := &data.Bags[test[j]]
-				q := mil.Bag{ID: b.ID, Instances: b.Instances}
-				if cfg.Mode == models.Transductive {
-					q.Labels = b.Labels
-				}
-				a, err := m.Annotate(actx, &q, cfg.Mode)
-				if err != nil {
-					errs[j] = fmt.Errorf("annotate bag %q: %w", b.ID, err)
-					cancel()
-					continue
-				}
-				preds[j] = metrics.Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}
-			}
-		})
-	}
-feed:
-	for j := range test {
-		select {
-		case jobs <- j:
-		case <-actx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	// Report the first failing bag in bag order, not in completion order.
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return preds, nil
 }

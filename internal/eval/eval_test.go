@@ -7,121 +7,17 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/eval/evaltest"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/folds"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/testsupport/evaltest"
 )
-
-func TestKFoldPartition(t *testing.T) {
-	tests := []struct {
-		n, k int
-		seed int64
-	}{
-		{10, 2, 1}, {10, 10, 1}, {591, 10, 7}, {23, 5, -3}, {7, 3, 0},
-	}
-	for _, tc := range tests {
-		t.Run(fmt.Sprintf("n=%d k=%d", tc.n, tc.k), func(t *testing.T) {
-			folds, err := KFold(tc.n, tc.k, tc.seed, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkPartition(t, folds, tc.n, tc.k)
-			again, _ := KFold(tc.n, tc.k, tc.seed, 0)
-			if !reflect.DeepEqual(folds, again) {
-				t.Error("same seed and stream gave different folds")
-			}
-			if tc.n >= 20 {
-				other, _ := KFold(tc.n, tc.k, tc.seed, 1)
-				if reflect.DeepEqual(folds, other) {
-					t.Error("another stream (repeat) gave the same folds")
-				}
-				other, _ = KFold(tc.n, tc.k, tc.seed+1, 0)
-				if reflect.DeepEqual(folds, other) {
-					t.Error("another seed gave the same folds")
-				}
-			}
-		})
-	}
-	for _, k := range []int{0, 1, 11} {
-		if _, err := KFold(10, k, 1, 0); err == nil {
-			t.Errorf("KFold(10, %d) succeeded, want an error", k)
-		}
-	}
-}
-
-func checkPartition(t *testing.T, folds [][]int, n, k int) {
-	t.Helper()
-	if len(folds) != k {
-		t.Fatalf("%d folds, want %d", len(folds), k)
-	}
-	seen := make([]int, n)
-	lo, hi := n, 0
-	for _, f := range folds {
-		if !slices.IsSorted(f) {
-			t.Errorf("fold %v not sorted", f)
-		}
-		lo, hi = min(lo, len(f)), max(hi, len(f))
-		for _, i := range f {
-			seen[i]++
-		}
-	}
-	for i, c := range seen {
-		if c != 1 {
-			t.Fatalf("index %d is in %d folds, want 1", i, c)
-		}
-	}
-	if hi-lo > 1 {
-		t.Errorf("fold sizes range %d..%d, want a spread of at most 1", lo, hi)
-	}
-}
-
-func TestStratifiedKFold(t *testing.T) {
-	// 3 strata of uneven sizes.
-	var keys []string
-	for i := 0; i < 50; i++ {
-		switch {
-		case i%5 == 0:
-			keys = append(keys, "{0,1}")
-		case i%2 == 0:
-			keys = append(keys, "{}")
-		default:
-			keys = append(keys, "{0}")
-		}
-	}
-	for _, k := range []int{2, 3, 10} {
-		folds, err := StratifiedKFold(keys, k, 42, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkPartition(t, folds, len(keys), k)
-		for _, key := range []string{"{0,1}", "{}", "{0}"} {
-			lo, hi := len(keys), 0
-			for _, f := range folds {
-				c := 0
-				for _, i := range f {
-					if keys[i] == key {
-						c++
-					}
-				}
-				lo, hi = min(lo, c), max(hi, c)
-			}
-			if hi-lo > 1 {
-				t.Errorf("k=%d stratum %s: per-fold counts range %d..%d, want a spread of at most 1", k, key, lo, hi)
-			}
-		}
-		again, _ := StratifiedKFold(keys, k, 42, 0)
-		if !reflect.DeepEqual(folds, again) {
-			t.Errorf("k=%d: not deterministic", k)
-		}
-	}
-}
 
 func TestStat(t *testing.T) {
 	tests := []struct {
@@ -177,13 +73,13 @@ func TestRunInductive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	folds, _ := KFold(n, k, seed, 0)
+	split, _ := folds.KFold(n, k, seed, 0)
 	if len(rep.FoldResults) != k || len(rep.FoldTrainSeconds) != k {
 		t.Fatalf("%d fold results, %d fold times, want %d", len(rep.FoldResults), len(rep.FoldTrainSeconds), k)
 	}
 	want := map[string][]float64{}
 	fits := rec.Fits()
-	for f, test := range folds {
+	for f, test := range split {
 		a, b := 0.0, 0.0
 		inTest := map[string]bool{}
 		for _, i := range test {
@@ -194,12 +90,12 @@ func TestRunInductive(t *testing.T) {
 				a++
 			}
 		}
-		want[metrics.InstanceAccuracy] = append(want[metrics.InstanceAccuracy], 2*a/(2*a+b))
-		want[metrics.HammingLoss] = append(want[metrics.HammingLoss], 2.0/3*b/(a+b))
-		want[metrics.OneError] = append(want[metrics.OneError], b/(a+b))
-		want[metrics.Coverage] = append(want[metrics.Coverage], 1)
-		want[metrics.RankingLoss] = append(want[metrics.RankingLoss], b/2/(a+b))
-		want[metrics.AveragePrecision] = append(want[metrics.AveragePrecision], (a+b/2)/(a+b))
+		want[measure.InstanceAccuracy] = append(want[measure.InstanceAccuracy], 2*a/(2*a+b))
+		want[measure.HammingLoss] = append(want[measure.HammingLoss], 2.0/3*b/(a+b))
+		want[measure.OneError] = append(want[measure.OneError], b/(a+b))
+		want[measure.Coverage] = append(want[measure.Coverage], 1)
+		want[measure.RankingLoss] = append(want[measure.RankingLoss], b/2/(a+b))
+		want[measure.AveragePrecision] = append(want[measure.AveragePrecision], (a+b/2)/(a+b))
 
 		fr := rep.FoldResults[f]
 		if fr.TestBags != len(test) || fr.TrainBags != n-len(test) {
@@ -299,9 +195,9 @@ func TestRunBinaryStratified(t *testing.T) {
 	for i := range data.Bags {
 		keys[i] = labelSetKey(&data.Bags[i])
 	}
-	folds, _ := StratifiedKFold(keys, k, seed, 0)
+	split, _ := folds.StratifiedKFold(keys, k, seed, 0)
 	var want []float64
-	for _, test := range folds {
+	for _, test := range split {
 		right := 0
 		for _, i := range test {
 			if i%4 != 0 { // negatives and detected positives
@@ -443,7 +339,7 @@ func TestSweep(t *testing.T) {
 	if cfg.Params[SweepPrune] != "" {
 		t.Error("sweep mutated the caller's params")
 	}
-	if sr.Points[0].SpeedUp != 1 || sr.Metric != metrics.InstanceAccuracy {
+	if sr.Points[0].SpeedUp != 1 || sr.Metric != measure.InstanceAccuracy {
 		t.Errorf("baseline speed-up %v metric %q", sr.Points[0].SpeedUp, sr.Metric)
 	}
 	for _, p := range sr.Points {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -112,7 +112,7 @@ func RunSweep(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Conf
 }
 
 func primaryMetric(rep *Report) string {
-	for _, name := range []string{metrics.InstanceAccuracy, metrics.BagAccuracy, metrics.AveragePrecision} {
+	for _, name := range []string{measure.InstanceAccuracy, measure.BagAccuracy, measure.AveragePrecision} {
 		if rep.Measure(name) != nil {
 			return name
 		}

@@ -2,6 +2,24 @@
 // subpackage per paper) and the parts of the product that train, evaluate,
 // store and serve them. The pipeline depends only on this package; a model
 // added later plugs in by providing a Kind.
+//
+// The contract, all of it checked by tests:
+//
+//   - a Kind with a Fit and a Decode, and a Params declaration (ParamSpec)
+//     of every key Fit reads: a Registry rejects any other key and a value
+//     of the wrong type before Fit runs;
+//   - a Model whose Annotate is safe for concurrent use, wraps ErrBadInput
+//     for input it cannot handle, and annotates identically after
+//     Encode and Registry.Decode; optional capabilities (FeatureMapper) are
+//     declared here so a model can assert them;
+//   - an interface guard (var _ models.Model = (*Model)(nil)) in the kind's
+//     package, and no import of another kind or of the evaluation harness
+//     (shared code lives below the models: internal/solver/...,
+//     internal/metriclearn, internal/folds, internal/measure).
+//
+// Adding a kind: a package internal/models/<kind> with its Kind() and model,
+// one line in package catalog; catalog's TestConformance then runs it
+// through the contract, and internal/archtest checks its imports.
 package models
 
 import (
@@ -9,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
@@ -100,8 +117,28 @@ type Kind struct {
 	Description string
 	// InstanceLevel mirrors Meta.InstanceLevel for models of this kind.
 	InstanceLevel bool
-	Fit           func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
-	Decode        func(meta Meta, state []byte) (Model, error)
+	// Params declares every key Fit reads (see ParamSpec). A Registry
+	// rejects any other key, and a value that does not parse as its type,
+	// before Fit runs. nil means the kind declares nothing and its
+	// parameters go unchecked, which only test kinds may do: every catalog
+	// kind declares its parameters (an empty, non-nil list when it has
+	// none), and the catalog's conformance test enforces it.
+	Params []ParamSpec
+	Fit    func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
+	Decode func(meta Meta, state []byte) (Model, error)
+}
+
+// CheckParams rejects a key that k does not declare, naming the valid
+// ones, and a value that does not parse as its declared type. It accepts
+// anything when k declares no parameters (Params nil).
+func (k Kind) CheckParams(p Params) error {
+	if k.Params == nil {
+		return nil
+	}
+	if err := CheckParams(k.Params, p); err != nil {
+		return fmt.Errorf("%s: %w", k.Name, err)
+	}
+	return nil
 }
 
 // Registry maps kind names to kinds. It is built explicitly by the commands
@@ -110,13 +147,32 @@ type Registry struct {
 	kinds map[string]Kind
 }
 
-// NewRegistry returns a registry holding the given kinds.
+// NewRegistry returns a registry holding the given kinds. The Fit of each
+// kind it returns checks the parameters against the kind's declaration
+// (Kind.CheckParams) first, so every path that fits through a registry (the
+// retrainer, the evaluation command, the demo) rejects a misspelt key the
+// same way, and a new kind cannot forget to.
 func NewRegistry(kinds ...Kind) *Registry {
 	r := &Registry{kinds: make(map[string]Kind, len(kinds))}
 	for _, k := range kinds {
-		r.kinds[k.Name] = k
+		r.kinds[k.Name] = checked(k)
 	}
 	return r
+}
+
+// checked wraps k.Fit with k.CheckParams.
+func checked(k Kind) Kind {
+	fit := k.Fit
+	if fit == nil || k.Params == nil {
+		return k
+	}
+	k.Fit = func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error) {
+		if err := k.CheckParams(opt.Params); err != nil {
+			return nil, err
+		}
+		return fit(ctx, train, opt)
+	}
+	return k
 }
 
 // Lookup returns the kind with the given name.
@@ -136,55 +192,4 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// Params are model-specific settings. Accessors return the default when a key
-// is absent and an error when a value does not parse.
-type Params map[string]string
-
-// Float returns the float value of key, or def.
-func (p Params) Float(key string, def float64) (float64, error) {
-	s, ok := p[key]
-	if !ok {
-		return def, nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("param %s=%q: %w", key, s, err)
-	}
-	return v, nil
-}
-
-// Int returns the integer value of key, or def.
-func (p Params) Int(key string, def int) (int, error) {
-	s, ok := p[key]
-	if !ok {
-		return def, nil
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("param %s=%q: %w", key, s, err)
-	}
-	return v, nil
-}
-
-// Bool returns the boolean value of key, or def.
-func (p Params) Bool(key string, def bool) (bool, error) {
-	s, ok := p[key]
-	if !ok {
-		return def, nil
-	}
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, fmt.Errorf("param %s=%q: %w", key, s, err)
-	}
-	return v, nil
-}
-
-// String returns the value of key, or def.
-func (p Params) String(key, def string) string {
-	if s, ok := p[key]; ok {
-		return s
-	}
-	return def
 }

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	metrics "github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -510,20 +510,21 @@ func (r *Retrainer) prune(ctx context.Context) []string {
 // returns the bag measures (and instance accuracy when the bags carry
 // instance labels).
 func Evaluate(ctx context.Context, m models.Model, test *mil.Dataset) (map[string]float64, error) {
-	acc := metrics.NewAccumulator(len(test.Classes))
+	bags := make([]*mil.Bag, len(test.Bags))
 	for i := range test.Bags {
-		truth := &test.Bags[i]
-		b := *truth
-		b.Labels = nil
-		a, err := m.Annotate(ctx, &b, models.Inductive)
-		if err != nil {
-			return nil, err
-		}
-		if err := acc.Add(truth, metrics.Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}); err != nil {
-			return nil, err
-		}
+		bags[i] = &test.Bags[i]
 	}
-	out := acc.Result().Values()
+	// One worker: the bags are annotated in order, as before the loop was
+	// shared with the evaluation harness.
+	preds, err := metrics.Predict(ctx, m, bags, models.Inductive, 1)
+	if err != nil {
+		return nil, err
+	}
+	res, err := metrics.Score(len(test.Classes), bags, preds)
+	if err != nil {
+		return nil, err
+	}
+	out := res.Values()
 	if _, ok := out[metrics.HammingLoss]; !ok {
 		return nil, errors.New("no labeled bag to evaluate on")
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	metrics "github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
 	"github.com/mimlstream/mimlstream/internal/telemetry"

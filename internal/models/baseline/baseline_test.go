@@ -10,8 +10,8 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/modeltest"
-	"github.com/mimlstream/mimlstream/internal/synth"
+	"github.com/mimlstream/mimlstream/internal/testsupport/modeltest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 )
 
 // separable draws bags from well-separated Gaussian class centres with bag

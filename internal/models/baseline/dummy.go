@@ -16,12 +16,15 @@ func DummyKind() models.Kind {
 		Name:          "dummy",
 		Description:   "most common training class for every instance; bag scores are training label frequencies (lower bound, Pham et al. 2017)",
 		InstanceLevel: true,
+		Params:        []models.ParamSpec{}, // none: the counts have nothing to tune
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return FitDummy(ctx, d, o)
 		},
 		Decode: func(meta models.Meta, state []byte) (models.Model, error) { return DecodeDummy(meta, state) },
 	}
 }
+
+var _ models.Model = (*Dummy)(nil)
 
 // Dummy ignores the features. Safe for concurrent use.
 type Dummy struct {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
 // SLRKind returns the supervised logistic regression kind ("slr"). Params:
@@ -27,12 +27,18 @@ func SLRKind() models.Kind {
 		Name:          "slr",
 		Description:   "multinomial logistic regression on the true instance labels (supervised upper bound, Pham et al. 2017)",
 		InstanceLevel: true,
+		Params: []models.ParamSpec{
+			{Name: "l2", Type: models.ParamFloat, Default: "1e-06", Doc: "L2 weight on the mean log-likelihood; keeps the optimum finite on separable data"},
+			{Name: "iters", Type: models.ParamInt, Default: "3000", Doc: "L-BFGS iterations"},
+		},
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return FitSLR(ctx, d, o)
 		},
 		Decode: func(meta models.Meta, state []byte) (models.Model, error) { return DecodeSLR(meta, state) },
 	}
 }
+
+var _ models.Model = (*SLR)(nil)
 
 // SLR is a fitted supervised logistic regression. Safe for concurrent use.
 type SLR struct {

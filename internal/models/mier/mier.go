@@ -16,7 +16,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/svm"
+	"github.com/mimlstream/mimlstream/internal/solver/svm"
 )
 
 // Name is the kind name in the model registry.
@@ -28,8 +28,45 @@ func Kind() models.Kind {
 		Name:          Name,
 		Description:   "multi-instance enriched representation by non-greedy l1-norm ratio maximisation (Liu et al. 2018), with 3-NN or RBF-SVM one-vs-rest",
 		InstanceLevel: false,
+		Params:        ParamSpecs(),
 		Fit:           Fit,
 		Decode:        Decode,
+	}
+}
+
+// ParamSpecs declares the keys parseConfig reads (see doc.go).
+func ParamSpecs() []models.ParamSpec {
+	d := DefaultOptions(1)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	b := strconv.FormatBool
+	return []models.ParamSpec{
+		{Name: "mode", Type: models.ParamEnum, Values: []string{ModeShared, ModePerBag, ModeNone}, Default: ModeShared,
+			Doc: "projection: one W from the pooled training instances, one per bag, or none (the holistic vector itself)"},
+		{Name: "classifier", Type: models.ParamEnum, Values: []string{ClassifierSVM, ClassifierKNN}, Default: ClassifierSVM,
+			Doc: "one-vs-rest RBF C-SVM, or k-nearest-neighbour vote (knn neighbours)"},
+		{Name: "holistic", Type: models.ParamEnum, Values: []string{HolisticMean, HolisticMedian, HolisticMax}, Default: HolisticMean,
+			Doc: "holistic vector of a bag: per-feature mean, median or max of its instances"},
+		{Name: "projection", Type: models.ParamEnum, Values: []string{ProjectionL1, ProjectionPCA}, Default: ProjectionL1,
+			Doc: "shared mode: the paper's l1-norm ratio maximisation, or the top-r principal subspace (an ablation)"},
+		{Name: "fiton", Type: models.ParamEnum, Values: []string{FitInstances, FitHolistic}, Default: FitInstances,
+			Doc: "shared mode: fit the projection on the training instances or on the bags' holistic vectors"},
+		{Name: "r", Type: models.ParamInt, Doc: "projected dimension, in [1, d]; default max(1, round(d/10))"},
+		{Name: "k", Type: models.ParamInt, Default: "3", Doc: "neighbourhood size of the l1-norm ratio scatters"},
+		{Name: "beta", Type: models.ParamFloat, Default: f(d.Beta), Doc: "Armijo factor of the step search, in (0,1)"},
+		{Name: "maxiter", Type: models.ParamInt, Default: strconv.Itoa(d.MaxIter), Doc: "maximum outer iterations of the ratio maximisation"},
+		{Name: "backtrack", Type: models.ParamInt, Default: strconv.Itoa(d.MaxBacktrack), Doc: "maximum step halvings of one search"},
+		{Name: "tol", Type: models.ParamFloat, Default: f(d.Tol), Doc: "stop when the objective rises by less than tol relatively"},
+		{Name: "normalize", Type: models.ParamBool, Default: b(d.Normalize), Doc: "scale the gradient to the norm of W before the step (a deviation from the paper)"},
+		{Name: "guard", Type: models.ParamBool, Default: b(d.Guard), Doc: "keep W in the span of the global scatter's columns"},
+		{Name: "adaptive", Type: models.ParamBool, Default: b(d.Adaptive), Doc: "start each step search at the last accepted step over beta"},
+		{Name: "standardize", Type: models.ParamBool, Default: "true", Doc: "z-score the features over the training instances first"},
+		{Name: "knn", Type: models.ParamInt, Default: "3", Doc: "neighbours of the knn classifier"},
+		{Name: "top1", Type: models.ParamBool, Default: "true", Doc: "predict the top-scored label when none passes its threshold"},
+		{Name: "grid", Type: models.ParamEnum, Values: []string{"small", "paper", "none"}, Default: "small",
+			Doc: "SVM C and gamma search: 4x4 grid, the paper's 11x11 grid, or none (c and gamma as given)"},
+		{Name: "c", Type: models.ParamFloat, Default: "1", Doc: "SVM C with grid=none"},
+		{Name: "gamma", Type: models.ParamFloat, Default: "0", Doc: "SVM gamma with grid=none; 0 = 1 / mean squared distance of the representations"},
+		{Name: "cvfolds", Type: models.ParamInt, Default: "3", Doc: "folds of the SVM grid search, >= 2"},
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -72,7 +72,7 @@ func crossValidate(ctx context.Context, ds *mil.Dataset, p models.Params, k, run
 		run = k
 	}
 	perm := rand.New(rand.NewPCG(uint64(seed), 99)).Perm(len(ds.Bags))
-	var res []metrics.Result
+	var res []measure.Result
 	var train time.Duration
 	for f := 0; f < run; f++ {
 		tr := &mil.Dataset{Name: ds.Name, Classes: ds.Classes, Dim: ds.Dim}
@@ -90,25 +90,25 @@ func crossValidate(ctx context.Context, ds *mil.Dataset, p models.Params, k, run
 			return "", err
 		}
 		train += time.Since(start)
-		acc := metrics.NewAccumulator(len(ds.Classes))
+		acc := measure.NewAccumulator(len(ds.Classes))
 		for _, i := range test {
 			a, err := m.Annotate(ctx, &ds.Bags[i], models.Inductive)
 			if err != nil {
 				return "", err
 			}
-			if err := acc.Add(&ds.Bags[i], metrics.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}); err != nil {
+			if err := acc.Add(&ds.Bags[i], measure.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}); err != nil {
 				return "", err
 			}
 		}
 		res = append(res, acc.Result())
 	}
 	var b strings.Builder
-	for _, get := range []func(metrics.Result) float64{
-		func(r metrics.Result) float64 { return r.HammingLoss },
-		func(r metrics.Result) float64 { return r.OneError },
-		func(r metrics.Result) float64 { return r.Coverage },
-		func(r metrics.Result) float64 { return r.RankingLoss },
-		func(r metrics.Result) float64 { return r.AveragePrecision },
+	for _, get := range []func(measure.Result) float64{
+		func(r measure.Result) float64 { return r.HammingLoss },
+		func(r measure.Result) float64 { return r.OneError },
+		func(r measure.Result) float64 { return r.Coverage },
+		func(r measure.Result) float64 { return r.RankingLoss },
+		func(r measure.Result) float64 { return r.AveragePrecision },
 	} {
 		var s, ss float64
 		for _, r := range res {

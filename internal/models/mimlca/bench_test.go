@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/synth"
+	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 )
 
 // BenchmarkFit measures Algorithm 1 (metric learning only: refs=citers=0, so

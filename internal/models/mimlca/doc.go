@@ -10,14 +10,14 @@
 //  3. the closed-form metric of MLCA on the assigned rows: L = X_sel† J.
 //
 // Every step is linear in the number of instances n. The resulting model is
-// an mlca.Model (kind "mimlca"): instance annotation by closest centroid
+// a metriclearn.Model (kind "mimlca"): instance annotation by closest centroid
 // (eq. 15) or the α rule (eq. 16), bag annotation by citation-kNN with the
-// minimal Hausdorff distance under the learned metric. See package mlca for
+// minimal Hausdorff distance under the learned metric. See package metriclearn for
 // the annotation rules, the scores and the serialized state.
 //
 // # Parameters (models.FitOptions.Params)
 //
-// Shared with mlca (parsed by mlca.ParseConfig):
+// Shared with mlca (parsed by metriclearn.ParseConfig):
 //
 //	metric=learned|euclidean  euclidean keeps the MIMLCA assignment and
 //	                          centroids but uses the identity metric: the
@@ -90,7 +90,7 @@
 // # Kernels
 //
 // Kernels are realized with the Nyström feature map over landmark instances
-// (see mlca.FeatureMap): the linear algorithm on those features is exactly
+// (see metriclearn.FeatureMap): the linear algorithm on those features is exactly
 // the kernel algorithm of the paper when every instance is a landmark, and
 // costs O(n q²) otherwise. With assign=kernel, step 1 uses U Uᵀ = K K† as in
 // the paper. But when K is invertible K K† = I: every row of U is a unit

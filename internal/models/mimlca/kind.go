@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/mimlstream/mimlstream/internal/metriclearn"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/mlca"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -20,14 +20,34 @@ func Kind() models.Kind {
 		Name:          KindName,
 		Description:   "MIMLCA: metric learned from bag labels by adapted k-means and closed form (Law et al. 2017), centroid and citation-kNN annotation",
 		InstanceLevel: true,
+		Params:        ParamSpecs(),
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			m, _, err := Fit(ctx, train, opt)
 			return m, err
 		},
 		Decode: func(meta models.Meta, state []byte) (models.Model, error) {
-			return mlca.Decode(meta, state)
+			return metriclearn.Decode(meta, state)
 		},
 	}
+}
+
+var _ models.Model = (*metriclearn.Model)(nil)
+
+// ParamSpecs declares the keys Fit reads: those of metriclearn.ParseConfig
+// and the MIMLCA-specific ones (see doc.go).
+func ParamSpecs() []models.ParamSpec {
+	return append(metriclearn.ParamSpecs(),
+		models.ParamSpec{Name: "iters", Type: models.ParamInt, Default: "50", Doc: "maximum adapted k-means iterations per restart"},
+		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment; lowest eq. 12 objective wins"},
+		models.ParamSpec{Name: "assign", Type: models.ParamEnum, Values: []string{"input", "kernel"}, Default: "input",
+			Doc: "space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"},
+		models.ParamSpec{Name: "capacity", Type: models.ParamInt, Default: "1", Doc: "instances of a bag one candidate label may take (1: eq. 2 of the paper)"},
+		models.ParamSpec{Name: "select", Type: models.ParamEnum, Values: []string{SelectNone, SelectCV}, Default: SelectNone,
+			Doc: "cv: choose capacity and hausdorff by inner cross-validation on the training bags"},
+		models.ParamSpec{Name: ParamSelectFolds, Type: models.ParamInt, Default: "3", Doc: "inner folds of select=cv, >= 2"},
+		models.ParamSpec{Name: ParamSelectScore, Type: models.ParamFloat,
+			Doc: "recorded by select=cv in Meta().Params (the winner's inner average precision); ignored as input"},
+	)
 }
 
 // Options are the MIMLCA-specific parameters.
@@ -76,7 +96,7 @@ func parseOptions(p models.Params) (Options, error) {
 // With select=cv the capacity and bag distance are first chosen by an inner
 // cross-validation on train (see Select); the Result is then the one of the
 // final refit.
-func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
 	switch s := opt.Params.String("select", SelectNone); s {
 	case SelectNone:
 	case SelectCV:
@@ -88,8 +108,8 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 }
 
 // fit is Algorithm 1 with the settings of opt.Params as given.
-func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
-	cfg, err := mlca.ParseConfig(opt.Params)
+func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
+	cfg, err := metriclearn.ParseConfig(opt.Params)
 	if err != nil {
 		return nil, Result{}, err
 	}
@@ -108,9 +128,9 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 			labeled.Bags = append(labeled.Bags, *b)
 		}
 	}
-	xs := mlca.Instances(labeled)
+	xs := metriclearn.Instances(labeled)
 	if len(xs) == 0 {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", mlca.ErrNoData)
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", metriclearn.ErrNoData)
 	}
 	bags := make([]Bag, len(labeled.Bags))
 	start := 0
@@ -120,7 +140,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 		start += len(b.Instances)
 	}
 	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6d696d6c))
-	fm, err := mlca.NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
+	fm, err := metriclearn.NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
@@ -135,8 +155,8 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 	}
 	// Step 1: U with U Uᵀ = Φ Φ† (= K K† for a kernel).
 	space := phi
-	if cfg.Kernel != mlca.KernelLinear && o.Assign == "input" {
-		lin, err := mlca.NewFeatureMap(mlca.KernelLinear, 0, 0, xs, rng)
+	if cfg.Kernel != metriclearn.KernelLinear && o.Assign == "input" {
+		lin, err := metriclearn.NewFeatureMap(metriclearn.KernelLinear, 0, 0, xs, rng)
 		if err != nil {
 			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 		}
@@ -145,7 +165,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 			lin.Center(space)
 		}
 	}
-	wh, err := mlca.NewWhitener(mlca.Gram(space), len(xs))
+	wh, err := metriclearn.NewWhitener(metriclearn.Gram(space), len(xs))
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
@@ -164,10 +184,10 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 		}
 	}
 	if len(sel) == 0 {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", mlca.ErrNoData)
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", metriclearn.ErrNoData)
 	}
 	var w *mat.Dense
-	if cfg.Metric == mlca.MetricLearned {
+	if cfg.Metric == metriclearn.MetricLearned {
 		_, s := phi.Dims()
 		xsel := mat.NewDense(len(sel), s, nil)
 		lab := make([]int, len(sel))
@@ -175,7 +195,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 			xsel.SetRow(r, phi.RawRowView(j))
 			lab[r] = res.Assigned[j]
 		}
-		if w, err = mlca.Train(xsel, lab, k); err != nil {
+		if w, err = metriclearn.Train(xsel, lab, k); err != nil {
 			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 		}
 	}
@@ -183,7 +203,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.
 	for i, b := range bags {
 		assigned[i] = res.Assigned[b.Start : b.Start+b.N]
 	}
-	m, err := mlca.Build(ctx, KindName, labeled, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
+	m, err := metriclearn.Build(ctx, KindName, labeled, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}

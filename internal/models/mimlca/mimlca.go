@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/mimlstream/mimlstream/internal/assign"
+	"github.com/mimlstream/mimlstream/internal/solver/assign"
 	"gonum.org/v1/gonum/mat"
 )
 

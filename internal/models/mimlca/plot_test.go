@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/synth"
+	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/eval"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/mlca"
@@ -74,7 +74,7 @@ func TestMSCV2InstanceAccuracy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				a := stat(r, metrics.InstanceAccuracy)
+				a := stat(r, measure.InstanceAccuracy)
 				t.Logf("%-18s %-12s instance accuracy %.3f ± %.3f  train %.2fs (%d fits)", tc.name, mode, a.Mean, a.Std, r.TrainSeconds, len(r.FoldResults))
 			})
 		}
@@ -112,10 +112,10 @@ func TestZhouSceneBagMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			results[tc.name] = r
-			ap := stat(r, metrics.AveragePrecision)
+			ap := stat(r, measure.AveragePrecision)
 			t.Logf("%-16s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f ± %.3f  train %.2fs", tc.name,
-				stat(r, metrics.HammingLoss).Mean, stat(r, metrics.RankingLoss).Mean, stat(r, metrics.OneError).Mean,
-				stat(r, metrics.Coverage).Mean, ap.Mean, ap.Std, r.TrainSeconds)
+				stat(r, measure.HammingLoss).Mean, stat(r, measure.RankingLoss).Mean, stat(r, measure.OneError).Mean,
+				stat(r, measure.Coverage).Mean, ap.Mean, ap.Std, r.TrainSeconds)
 		})
 	}
 	best := results["learned-max-cap9"]
@@ -124,13 +124,13 @@ func TestZhouSceneBagMetrics(t *testing.T) {
 		if best == nil || e == nil {
 			t.Fatal("missing run")
 		}
-		for _, m := range []string{metrics.HammingLoss, metrics.RankingLoss, metrics.OneError, metrics.Coverage} {
+		for _, m := range []string{measure.HammingLoss, measure.RankingLoss, measure.OneError, measure.Coverage} {
 			if stat(best, m).Mean >= stat(e, m).Mean {
 				t.Errorf("%s: learned %.3f not below %s %.3f", m, stat(best, m).Mean, base, stat(e, m).Mean)
 			}
 		}
-		if stat(best, metrics.AveragePrecision).Mean <= stat(e, metrics.AveragePrecision).Mean {
-			t.Errorf("average precision: learned %.3f not above %s %.3f", stat(best, metrics.AveragePrecision).Mean, base, stat(e, metrics.AveragePrecision).Mean)
+		if stat(best, measure.AveragePrecision).Mean <= stat(e, measure.AveragePrecision).Mean {
+			t.Errorf("average precision: learned %.3f not above %s %.3f", stat(best, measure.AveragePrecision).Mean, base, stat(e, measure.AveragePrecision).Mean)
 		}
 	}
 }
@@ -151,8 +151,8 @@ func TestZhouRefsGrid(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("r=c=%-2s %-9s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f", rc, metric,
-				stat(r, metrics.HammingLoss).Mean, stat(r, metrics.RankingLoss).Mean, stat(r, metrics.OneError).Mean,
-				stat(r, metrics.Coverage).Mean, stat(r, metrics.AveragePrecision).Mean)
+				stat(r, measure.HammingLoss).Mean, stat(r, measure.RankingLoss).Mean, stat(r, measure.OneError).Mean,
+				stat(r, measure.Coverage).Mean, stat(r, measure.AveragePrecision).Mean)
 		}
 	}
 }
@@ -172,18 +172,18 @@ func TestZhouSelectedBagMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%-48s HL %.3f RL %.3f OE %.3f Cov %.3f AP %.3f  train %.1fs", fmt.Sprint(params),
-			stat(r, metrics.HammingLoss).Mean, stat(r, metrics.RankingLoss).Mean, stat(r, metrics.OneError).Mean,
-			stat(r, metrics.Coverage).Mean, stat(r, metrics.AveragePrecision).Mean, r.TrainSeconds)
+			stat(r, measure.HammingLoss).Mean, stat(r, measure.RankingLoss).Mean, stat(r, measure.OneError).Mean,
+			stat(r, measure.Coverage).Mean, stat(r, measure.AveragePrecision).Mean, r.TrainSeconds)
 		return r
 	}
 	learned := run(models.Params{"select": "cv"})
 	euclid := run(models.Params{"select": "cv", "metric": "euclidean", "capacity": "1"})
-	for _, m := range []string{metrics.HammingLoss, metrics.RankingLoss, metrics.OneError, metrics.Coverage} {
+	for _, m := range []string{measure.HammingLoss, measure.RankingLoss, measure.OneError, measure.Coverage} {
 		if l, e := stat(learned, m).Mean, stat(euclid, m).Mean; l >= e {
 			t.Errorf("%s: learned %.3f not below Euclidean %.3f", m, l, e)
 		}
 	}
-	if l, e := stat(learned, metrics.AveragePrecision).Mean, stat(euclid, metrics.AveragePrecision).Mean; l <= e {
+	if l, e := stat(learned, measure.AveragePrecision).Mean, stat(euclid, measure.AveragePrecision).Mean; l <= e {
 		t.Errorf("average precision: learned %.3f not above Euclidean %.3f", l, e)
 	}
 }

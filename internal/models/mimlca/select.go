@@ -6,15 +6,13 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"runtime"
 	"strconv"
-	"sync"
 
-	"github.com/mimlstream/mimlstream/internal/eval"
-	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/folds"
+	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/metriclearn"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/mlca"
 )
 
 // Values of the select= parameter.
@@ -49,7 +47,7 @@ type Grid struct {
 // purpose: each candidate costs folds fits, and a wide grid selected on a few
 // hundred bags overfits the inner folds.
 func DefaultGrid() Grid {
-	return Grid{Capacity: []int{1, 9}, Hausdorff: []string{mlca.HausdorffMin, mlca.HausdorffMax}}
+	return Grid{Capacity: []int{1, 9}, Hausdorff: []string{metriclearn.HausdorffMin, metriclearn.HausdorffMax}}
 }
 
 // Candidates returns the parameter sets of the grid, each a copy of base with
@@ -94,7 +92,7 @@ type Selection struct {
 	Best   int
 }
 
-// Select scores each candidate by a folds-fold cross-validation on the
+// Select scores each candidate by a k-fold cross-validation on the
 // labeled bags of train only, in inductive mode (the bag label sets of the
 // inner test bags are hidden, as they are at annotation time).
 //
@@ -108,7 +106,7 @@ type Selection struct {
 // random numbers: the k-means restarts start from the same draws), so the
 // comparison is between settings, not between random starts. The result
 // depends only on opt.Seed, never on opt.Workers.
-func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cands []models.Params, folds int) (Selection, error) {
+func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cands []models.Params, k int) (Selection, error) {
 	if len(cands) == 0 {
 		return Selection{}, fmt.Errorf("select: no candidates")
 	}
@@ -118,13 +116,13 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 			idx = append(idx, i)
 		}
 	}
-	split, err := eval.KFold(len(idx), folds, opt.Seed, selectStream)
+	split, err := folds.KFold(len(idx), k, opt.Seed, selectStream)
 	if err != nil {
 		return Selection{}, fmt.Errorf("select: %w", err)
 	}
-	accs := make([]*metrics.Accumulator, len(cands))
+	accs := make([]*measure.Accumulator, len(cands))
 	for c := range accs {
-		accs[c] = metrics.NewAccumulator(len(train.Classes))
+		accs[c] = measure.NewAccumulator(len(train.Classes))
 	}
 	for f, test := range split {
 		inTest := make(map[int]bool, len(test))
@@ -146,7 +144,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 			if err != nil {
 				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
 			}
-			preds, err := annotateAll(ctx, m, te, opt.Workers)
+			preds, err := measure.Predict(ctx, m, te, models.Inductive, opt.Workers)
 			if err != nil {
 				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
 			}
@@ -161,7 +159,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 	for c, a := range accs {
 		s.Scores[c] = a.Result().AveragePrecision
 		if math.IsNaN(s.Scores[c]) {
-			return Selection{}, fmt.Errorf("select: %w: no inner test bag has a label set that average precision can rank", mlca.ErrNoData)
+			return Selection{}, fmt.Errorf("select: %w: no inner test bag has a label set that average precision can rank", metriclearn.ErrNoData)
 		}
 		if s.Best < 0 || s.Scores[c] > s.Scores[s.Best] {
 			s.Best = c
@@ -173,18 +171,18 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 // fitSelected runs Select on DefaultGrid() and refits the winner on all of
 // train with opt.Seed, so the model equals a direct fit with the chosen
 // parameters; Meta().Params records the choice and its inner score.
-func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*mlca.Model, Result, error) {
-	folds, err := opt.Params.Int(ParamSelectFolds, 3)
+func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
+	k, err := opt.Params.Int(ParamSelectFolds, 3)
 	if err != nil {
 		return nil, Result{}, err
 	}
-	if folds < 2 {
-		return nil, Result{}, fmt.Errorf("param %s=%d must be >= 2", ParamSelectFolds, folds)
+	if k < 2 {
+		return nil, Result{}, fmt.Errorf("param %s=%d must be >= 2", ParamSelectFolds, k)
 	}
 	cands := DefaultGrid().Candidates(opt.Params)
 	// Reject bad shared parameters before paying for the inner folds.
 	for _, p := range cands {
-		if _, err := mlca.ParseConfig(p); err != nil {
+		if _, err := metriclearn.ParseConfig(p); err != nil {
 			return nil, Result{}, err
 		}
 		if _, err := parseOptions(p); err != nil {
@@ -196,10 +194,10 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 		// Meta().Params of a selected model): nothing to choose.
 		final := cands[0]
 		final["select"] = SelectCV
-		final[ParamSelectFolds] = strconv.Itoa(folds)
+		final[ParamSelectFolds] = strconv.Itoa(k)
 		return fit(ctx, train, models.FitOptions{Params: final, Seed: opt.Seed, Workers: opt.Workers, Progress: opt.Progress})
 	}
-	sel, err := Select(ctx, train, opt, cands, folds)
+	sel, err := Select(ctx, train, opt, cands, k)
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
 	}
@@ -214,7 +212,7 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 	slog.InfoContext(ctx, "mimlca: setting selected by inner cross-validation", attrs...)
 	final := maps.Clone(sel.Candidates[sel.Best])
 	final["select"] = SelectCV
-	final[ParamSelectFolds] = strconv.Itoa(folds)
+	final[ParamSelectFolds] = strconv.Itoa(k)
 	final[ParamSelectScore] = strconv.FormatFloat(sel.Scores[sel.Best], 'f', 4, 64)
 	return fit(ctx, train, models.FitOptions{Params: final, Seed: opt.Seed, Workers: opt.Workers, Progress: opt.Progress})
 }
@@ -226,41 +224,4 @@ func innerSeed(seed int64, f int) int64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return int64((z ^ (z >> 31)) >> 1)
-}
-
-// annotateAll labels the bags inductively on up to workers goroutines. Each
-// query is a copy without the label set and instance labels; predictions are
-// stored by index, so the result does not depend on scheduling.
-func annotateAll(ctx context.Context, m models.Model, bags []*mil.Bag, workers int) ([]metrics.Prediction, error) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(bags)))
-	preds := make([]metrics.Prediction, len(bags))
-	errs := make([]error, len(bags))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for j := w; j < len(bags); j += workers {
-				if ctx.Err() != nil {
-					errs[j] = ctx.Err()
-					return
-				}
-				q := mil.Bag{ID: bags[j].ID, Instances: bags[j].Instances}
-				a, err := m.Annotate(ctx, &q, models.Inductive)
-				if err != nil {
-					errs[j] = fmt.Errorf("annotate bag %q: %w", bags[j].ID, err)
-					continue
-				}
-				preds[j] = metrics.Prediction{BagLabels: a.BagLabels, BagScores: a.BagScores}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return preds, nil
 }

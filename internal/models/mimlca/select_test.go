@@ -9,7 +9,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/synth"
+	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 )
 
 // withNoise appends extra dimensions of N(0, sd²) noise to every instance.

@@ -47,11 +47,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 )
 
 // Kind names.
@@ -75,6 +74,7 @@ func kind(name, desc string, instance bool) models.Kind {
 		Name:          name,
 		Description:   desc + ", linear, one-vs-rest over the label set",
 		InstanceLevel: true,
+		Params:        ParamSpecs(),
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			return Fit(ctx, train, opt, instance)
 		},
@@ -95,14 +95,32 @@ type Config struct {
 	Scale    ovr.Scaling
 }
 
-var knownParams = []string{"C", "epochs", "iters", "restarts", "init", "bias", "scale"}
+var _ models.Model = (*ovr.Model)(nil)
+
+// ParamSpecs declares the keys ParseParams reads (see the package
+// documentation), shared by mi-SVM and MI-SVM.
+func ParamSpecs() []models.ParamSpec {
+	scales := make([]string, len(ovr.Scalings))
+	for i, s := range ovr.Scalings {
+		scales[i] = string(s)
+	}
+	return []models.ParamSpec{
+		{Name: "C", Type: models.ParamFloat, Default: "10000", Doc: "SVM trade-off, > 0"},
+		{Name: "epochs", Type: models.ParamInt, Default: "50", Doc: "SGD passes over the training instances per relabeling round"},
+		{Name: "iters", Type: models.ParamInt, Default: "20", Doc: "maximum relabeling rounds"},
+		{Name: "restarts", Type: models.ParamInt, Default: "3", Doc: "random initialisations; lowest objective kept"},
+		{Name: "init", Type: models.ParamEnum, Values: []string{"random", "bag"}, Default: "random",
+			Doc: "random latent labels (the SyMIL paper's protocol) or Andrews' initialisation from the bags"},
+		{Name: "bias", Type: models.ParamBool, Default: "true", Doc: "append a regularised bias"},
+		{Name: "scale", Type: models.ParamEnum, Values: scales, Default: string(ovr.ScaleZScore),
+			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1])"},
+	}
+}
 
 // ParseParams reads the parameters with the documented defaults.
 func ParseParams(p models.Params) (Config, error) {
-	for k := range p {
-		if !slices.Contains(knownParams, k) {
-			return Config{}, fmt.Errorf("misvm: unknown param %q (known: %s)", k, strings.Join(knownParams, ", "))
-		}
+	if err := models.CheckParams(ParamSpecs(), p); err != nil {
+		return Config{}, fmt.Errorf("misvm: %w", err)
 	}
 	var cfg Config
 	var err error

@@ -10,8 +10,8 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/symil/miltest"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
+	"github.com/mimlstream/mimlstream/internal/testsupport/miltest"
 )
 
 // binaryToy is standard-assumption MIL data: negative bags hold background

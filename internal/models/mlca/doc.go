@@ -1,51 +1,17 @@
-// Package mlca implements MLCA, the closed-form Mahalanobis metric learning
-// for supervised clustering of Law, Yu, Cord and Xing (CVPR 2016), and the
-// metric model shared with package mimlca.
+// Package mlca is the "mlca" model kind: supervised MLCA (Law, Yu, Cord and
+// Xing, CVPR 2016), the Mahalanobis metric learned in closed form from the
+// ground-truth instance labels, with centroid and citation-kNN annotation.
+// It is setting (a) of Law et al. 2017, an upper bound for the weakly
+// supervised "mimlca" like SLR for ORed-LR, and needs a data set with
+// instance labels.
 //
-// # Closed form and clustering
-//
-// With rows X and a partition J of them, L = X† J and M = L Lᵀ (eq. 16-17).
-// Train computes it in one pass over the rows through the Gram matrix XᵀX
-// and a d×d eigendecomposition with a relative cut-off (the pinv of X), so
-// the cost is O(nd² + d³): linear in the number of rows, independent of k.
-// Cluster is the test-time procedure of the paper (k-means++ with 20
-// restarts on the k leading left singular vectors of X_t L, Section 3.4, or
-// directly on X_t L); DeltaLoss and RandLoss are its measures. The toy
-// experiment of the paper (Tables 2 and 3, generator in package synth) is
-// TestToyTables.
-//
-// # The "mlca" kind
-//
-// Kind is the supervised setting (a) of Law et al. 2017: the metric learned
-// from the ground-truth instance labels, an upper bound for MIMLCA like SLR
-// for ORed-LR. It needs a data set with instance labels.
-//
-// # Annotation (Model, shared with "mimlca")
-//
-// A Model maps an instance x to g(x) = Lᵀ(φ(x) − μ), where φ is the identity
-// or a Nyström kernel map and μ the training mean (center=true). Then:
-//
-//   - instance scores: rule=centroid (eq. 15) gives −‖g(x) − g(z_c)‖², the
-//     negative squared distance to the centroid z_c of the training
-//     instances of class c; rule=alpha (eq. 16) gives g(x)_c − α‖g(z_c)‖².
-//     A class with no training instance scores −MaxFloat64 and is never
-//     predicted. The instance label is the best-scored class, among the bag
-//     labels in transductive mode.
-//   - bag labels and scores: citation-kNN (Wang and Zucker 2000) with the
-//     minimal (hausdorff=min) or maximal (hausdorff=max) Hausdorff distance
-//     under the metric, refs references and citers citers; see citationKNN
-//     for the multi-label vote and the score. In transductive mode the bag
-//     labels are the union of the instance labels (the label set is known).
-//     With refs=citers=0 the bag labels are that union in both modes and
-//     the bag score of a class is its best instance score.
-//
-// The state (State) stores L (or the landmarks and the composed kernel
-// map), the centroids and, for citation-kNN, every training bag projected to
-// the k-dim space with its labels and citation radius: n_train × k floats
-// plus m_train floats. Fitting computes the radii with O(m²) bag distances,
-// pruned by the running c-th smallest distance.
+// The algorithm, the model it produces (shared with "mimlca"), its
+// serialized state and its parameters are in package
+// internal/metriclearn; this package only names the kind.
 //
 // # Parameters (models.FitOptions.Params)
+//
+// Those of metriclearn.ParseConfig (`retrainer eval --list-params mlca`):
 //
 //	metric=learned|euclidean  euclidean: identity metric, same centroids and
 //	                          citation-kNN (the baseline of the papers)

@@ -2,16 +2,16 @@ package mlca
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 
+	"github.com/mimlstream/mimlstream/internal/metriclearn"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"gonum.org/v1/gonum/mat"
 )
 
 // KindName is the registry name of supervised MLCA.
 const KindName = "mlca"
+
+var _ models.Model = (*metriclearn.Model)(nil)
 
 // Kind returns the "mlca" model kind: the metric learned in closed form from
 // the ground-truth instance labels (the supervised setting (a) of Law et al.
@@ -22,76 +22,17 @@ func Kind() models.Kind {
 		Name:          KindName,
 		Description:   "MLCA: closed-form Mahalanobis metric from instance labels (Law et al. 2016), centroid and citation-kNN annotation",
 		InstanceLevel: true,
+		Params:        metriclearn.ParamSpecs(),
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			return Fit(ctx, train, opt)
 		},
 		Decode: func(meta models.Meta, state []byte) (models.Model, error) {
-			return Decode(meta, state)
+			return metriclearn.Decode(meta, state)
 		},
 	}
 }
 
-// Instances flattens the instances of a data set, bag by bag.
-func Instances(ds *mil.Dataset) [][]float64 {
-	xs := make([][]float64, 0, ds.NumInstances())
-	for i := range ds.Bags {
-		xs = append(xs, ds.Bags[i].Instances...)
-	}
-	return xs
-}
-
 // Fit trains supervised MLCA on the instances whose true class is known.
-func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model, error) {
-	cfg, err := ParseConfig(opt.Params)
-	if err != nil {
-		return nil, err
-	}
-	k := len(train.Classes)
-	var xs [][]float64
-	var labels []int
-	assigned := make([][]int, len(train.Bags))
-	for i := range train.Bags {
-		b := &train.Bags[i]
-		if err := b.Validate(train.Dim, k); err != nil {
-			return nil, fmt.Errorf("mlca fit: %w: %w", models.ErrBadInput, err)
-		}
-		assigned[i] = make([]int, len(b.Instances))
-		for j := range b.Instances {
-			assigned[i][j] = mil.Unlabeled
-			if j < len(b.InstanceLabels) && b.InstanceLabels[j] != mil.Unlabeled {
-				assigned[i][j] = b.InstanceLabels[j]
-				xs = append(xs, b.Instances[j])
-				labels = append(labels, b.InstanceLabels[j])
-			}
-		}
-	}
-	if len(xs) == 0 {
-		return nil, fmt.Errorf("mlca fit: %w: supervised MLCA needs instance labels and %q has none", ErrNoData, train.Name)
-	}
-	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6d6c6361))
-	fm, err := NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
-	if err != nil {
-		return nil, fmt.Errorf("mlca fit: %w", err)
-	}
-	phi := fm.Matrix(xs)
-	if cfg.Center {
-		fm.Center(phi)
-	}
-	var w *mat.Dense
-	if cfg.Metric == MetricLearned {
-		if w, err = Train(phi, labels, k); err != nil {
-			return nil, fmt.Errorf("mlca fit: %w", err)
-		}
-	}
-	if opt.Progress != nil {
-		opt.Progress(1, 2)
-	}
-	m, err := Build(ctx, KindName, train, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
-	if err != nil {
-		return nil, fmt.Errorf("mlca fit: %w", err)
-	}
-	if opt.Progress != nil {
-		opt.Progress(2, 2)
-	}
-	return m, nil
+func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, error) {
+	return metriclearn.FitSupervised(ctx, KindName, train, opt)
 }

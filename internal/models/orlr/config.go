@@ -56,6 +56,30 @@ func DefaultConfig() Config {
 		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 30, MStep: MStepGD}
 }
 
+// ParamSpecs declares the keys ParseConfig reads, with DefaultConfig's
+// values.
+func ParamSpecs() []models.ParamSpec {
+	d := DefaultConfig()
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return []models.ParamSpec{
+		{Name: "l2", Type: models.ParamFloat, Default: f(d.L2), Doc: "L2 weight on the mean log-likelihood (bias not penalised), >= 0"},
+		{Name: "iters", Type: models.ParamInt, Default: strconv.Itoa(d.Iters), Doc: "EM iterations (the paper's 50)"},
+		{Name: "tol", Type: models.ParamFloat, Default: f(d.Tol), Doc: "stop when the relative log-likelihood gain is below it (0: run every iteration)"},
+		{Name: "estep", Type: models.ParamEnum, Values: []string{string(FAS), string(Forward)}, Default: string(d.EStep),
+			Doc: "E-step: forward-and-substitution (Algorithm 2) or the forward algorithm (Algorithm 1, a cross-check)"},
+		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelLinear, KernelRBF}, Default: d.Kernel, Doc: "instance features: linear, or RBF kernel vectors against a dictionary"},
+		{Name: "kernel_s", Type: models.ParamFloat, Default: f(d.KernelS), Doc: "RBF width: delta = s x mean squared pairwise distance, > 0"},
+		{Name: "dict_frac", Type: models.ParamFloat, Default: f(d.DictFrac), Doc: "RBF: fraction of training instances in the kernel dictionary, in (0,1]"},
+		{Name: "subset", Type: models.ParamFloat, Default: f(d.Subset), Doc: "stochastic subset: fraction of bags per EM iteration (eq. 29), in (0,1]"},
+		{Name: "prune", Type: models.ParamFloat, Default: f(d.Prune), Doc: "pruning: fraction of bags with the largest n|Y|2^|Y| dropped, in [0,1)"},
+		{Name: "max_labels", Type: models.ParamInt, Default: strconv.Itoa(d.MaxLabels),
+			Doc: "largest bag label set the exact E-step accepts, in [1," + strconv.Itoa(hardMaxLabels) + "] (memory 2^max_labels per worker)"},
+		{Name: "mstep", Type: models.ParamEnum, Values: []string{MStepGD, MStepLBFGS}, Default: d.MStep,
+			Doc: "M-step optimizer: backtracking gradient ascent (the paper's) or L-BFGS (the default with kernel=rbf)"},
+		{Name: "msteps", Type: models.ParamInt, Default: strconv.Itoa(d.MSteps), Doc: "iterations per M-step (generalized EM; default 20 with mstep=lbfgs)"},
+	}
+}
+
 // ParseConfig reads the model parameters; absent keys keep their defaults.
 func ParseConfig(p models.Params) (Config, error) {
 	c := DefaultConfig()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
 // Fit trains an ORed-LR model on the labeled bags of train by EM.
@@ -147,10 +147,7 @@ func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
 			return false
 		}
 	}
-	if (m.kern != nil) != (cfg.Kernel == KernelRBF) {
-		return false
-	}
-	return true
+	return (m.kern != nil) == (cfg.Kernel == KernelRBF)
 }
 
 // selectBags validates the labeled bags, drops the pruned ones (Section

@@ -15,7 +15,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
 // Name is the kind name.
@@ -27,6 +27,7 @@ func Kind() models.Kind {
 		Name:          Name,
 		Description:   "ORed-logistic regression, exact EM (Pham et al. 2017); linear or RBF kernel",
 		InstanceLevel: true,
+		Params:        ParamSpecs(),
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return Fit(ctx, d, o)
 		},
@@ -42,7 +43,10 @@ type Model struct {
 	kern *rbf           // nil for the linear model
 }
 
-var _ models.Model = (*Model)(nil)
+var (
+	_ models.Model         = (*Model)(nil)
+	_ models.FeatureMapper = (*Model)(nil)
+)
 
 // state is the serialized form (MarshalState / Decode).
 type state struct {

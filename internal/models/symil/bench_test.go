@@ -7,7 +7,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 )
 
 // musk1Problem is the whole of Musk1 as one binary problem (λ = 0.5,

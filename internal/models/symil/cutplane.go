@@ -8,7 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/mimlstream/mimlstream/internal/models/symil/qp"
+	"github.com/mimlstream/mimlstream/internal/solver/qp"
 )
 
 // kernelSolver trains SyMIL in the dual: the CCCP outer loop with the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 )
 
 // mimlToy draws bags over k classes in d dimensions: each class c has a

@@ -3,7 +3,7 @@ package symil
 import (
 	"testing"
 
-	"github.com/mimlstream/mimlstream/internal/models/symil/miltest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/miltest"
 )
 
 // TestReproduce is the benchmark reproduction (Table IV); see package

@@ -9,10 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
-	"github.com/mimlstream/mimlstream/internal/models/symil/qp"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/qp"
 )
 
 // Name is the kind name.
@@ -24,6 +25,7 @@ func Kind() models.Kind {
 		Name:          Name,
 		Description:   "SyMIL min-max latent SVM (Durand et al. 2018), one-vs-rest over the label set",
 		InstanceLevel: true,
+		Params:        ParamSpecs(),
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			return Fit(ctx, train, opt)
 		},
@@ -58,17 +60,51 @@ type Config struct {
 	Scale         ovr.Scaling // feature transform, fitted on the training instances
 }
 
-var knownParams = []string{"kernel", "solver", "C", "lambda", "lambda_grid", "cv_folds", "gamma", "restarts",
-	"epochs", "cccp_iters", "cccp_eps", "cp_iters", "cp_eps", "bias", "gram_limit", "dcd_eps", "dcd_sweeps", "scale"}
+var _ models.Model = (*ovr.Model)(nil)
+
+// ParamSpecs declares the keys ParseParams reads (see the package
+// documentation), with their defaults for the linear kernel.
+func ParamSpecs() []models.ParamSpec {
+	return []models.ParamSpec{
+		{Name: "kernel", Type: models.ParamEnum, Values: []string{"linear", "rbf"}, Default: "linear", Doc: "instance scorer: linear (primal) or RBF (dual)"},
+		{Name: "solver", Type: models.ParamEnum, Values: []string{"sgd", "cp", "dcd"}, Default: "sgd",
+			Doc: "sgd (primal, Alg. 2; linear only), cp (dual cutting plane, Alg. 3; the rbf default) or dcd (exact dual coordinate ascent)"},
+		{Name: "C", Type: models.ParamFloat, Default: "10000", Doc: "trade-off, > 0 (the paper's 1e4 for linear; default 100 with kernel=rbf)"},
+		{Name: "lambda", Type: models.ParamString, Default: "cv", Doc: "cv (inner cross-validation over lambda_grid) or a fixed lambda >= 0"},
+		{Name: "lambda_grid", Type: models.ParamString, Default: "0.1,0.2,0.5,1", Doc: "comma-separated lambda candidates of the inner CV"},
+		{Name: "cv_folds", Type: models.ParamInt, Default: "3", Doc: "folds of the inner CV over lambda (stratified), >= 2"},
+		{Name: "gamma", Type: models.ParamString, Default: "auto",
+			Doc: "RBF gamma: auto (1 / mean squared pairwise distance), meandist (the mean pairwise distance) or a positive number"},
+		{Name: "restarts", Type: models.ParamInt, Default: "3", Doc: "random latent initialisations per fit; lowest objective kept"},
+		{Name: "epochs", Type: models.ParamInt, Default: "50", Doc: "SGD passes over the bags per CCCP step"},
+		{Name: "cccp_iters", Type: models.ParamInt, Default: "20", Doc: "maximum CCCP rounds"},
+		{Name: "cccp_eps", Type: models.ParamFloat, Default: "0.0001", Doc: "CCCP stops when the objective decreases by < eps max(1, P)"},
+		{Name: "cp_iters", Type: models.ParamInt, Default: "100", Doc: "maximum cutting planes per CCCP round (cp)"},
+		{Name: "cp_eps", Type: models.ParamFloat, Default: "0.001", Doc: "cutting-plane tolerance on the slack (cp)"},
+		{Name: "bias", Type: models.ParamBool, Default: "true", Doc: "add a regularised bias"},
+		{Name: "gram_limit", Type: models.ParamInt, Default: "6000", Doc: "maximum training instances for the rbf kernel (Gram matrix memory)"},
+		{Name: "dcd_eps", Type: models.ParamFloat, Default: "0.001", Doc: "dcd: relative duality gap to stop at"},
+		{Name: "dcd_sweeps", Type: models.ParamInt, Default: "2000", Doc: "dcd: maximum passes over the bags per subproblem"},
+		{Name: "scale", Type: models.ParamEnum, Values: scalings(), Default: string(ovr.ScaleZScore),
+			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1])"},
+	}
+}
+
+// scalings lists the scale= values, the default first.
+func scalings() []string {
+	out := make([]string, len(ovr.Scalings))
+	for i, s := range ovr.Scalings {
+		out[i] = string(s)
+	}
+	return out
+}
 
 // ParseParams reads the model parameters, applying the defaults of the
 // package documentation. Unknown keys are an error: a typo would otherwise
 // silently train with a default.
 func ParseParams(p models.Params) (Config, error) {
-	for k := range p {
-		if !slices.Contains(knownParams, k) {
-			return Config{}, fmt.Errorf("symil: unknown param %q (known: %s)", k, strings.Join(knownParams, ", "))
-		}
+	if err := models.CheckParams(ParamSpecs(), p); err != nil {
+		return Config{}, fmt.Errorf("symil: %w", err)
 	}
 	cfg := Config{Kernel: p.String("kernel", "linear")}
 	if cfg.Kernel != "linear" && cfg.Kernel != "rbf" {
@@ -297,27 +333,6 @@ func (t *trainer) scorer(sol solution) ovr.Scorer {
 	return sc
 }
 
-// stratifiedFolds assigns each bag to one of k folds, positives and
-// negatives dealt round-robin after a seeded shuffle so every fold keeps the
-// class balance.
-func stratifiedFolds(pos []bool, k int, rng *rand.Rand) []int {
-	fold := make([]int, len(pos))
-	var p, n []int
-	for i, v := range pos {
-		if v {
-			p = append(p, i)
-		} else {
-			n = append(n, i)
-		}
-	}
-	rng.Shuffle(len(p), func(a, b int) { p[a], p[b] = p[b], p[a] })
-	rng.Shuffle(len(n), func(a, b int) { n[a], n[b] = n[b], n[a] })
-	for j, i := range append(p, n...) {
-		fold[i] = j % k
-	}
-	return fold
-}
-
 // chooseLambda runs the inner k-fold CV of the paper over the λ grid for one
 // class and returns the λ with the best mean held-out bag accuracy (the
 // smallest on ties: the grid is the paper's ascending order). Folds lacking
@@ -325,7 +340,9 @@ func stratifiedFolds(pos []bool, k int, rng *rand.Rand) []int {
 func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (float64, error) {
 	grid := t.cfg.LambdaGrid
 	k := t.cfg.CVFolds
-	fold := stratifiedFolds(pos, k, rand.New(rand.NewPCG(seed, 0xf01d)))
+	// Positives and negatives are dealt round-robin after a seeded shuffle,
+	// so every fold keeps the class balance.
+	fold := folds.Binary(pos, k, seed, 0xf01d)
 	acc := make([]float64, len(grid)*k)
 	valid := make([]bool, len(grid)*k)
 	err := ovr.Parallel(ctx, workers, len(grid)*k, func(ctx context.Context, job int) error {

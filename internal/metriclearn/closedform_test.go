@@ -1,4 +1,4 @@
-package mlca
+package metriclearn
 
 import (
 	"math"

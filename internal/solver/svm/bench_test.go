@@ -9,7 +9,7 @@ import (
 // default) with the maximal violating pair on one problem, n=800, at a
 // small and a large C:
 //
-//	go test -run '^$' -bench Solve ./internal/svm
+//	go test -run '^$' -bench Solve ./internal/solver/svm
 func BenchmarkSolve(b *testing.B) {
 	X, y := randProblem(21, 800, 5, 0.8)
 	g := RBFGram(X, 0.2)

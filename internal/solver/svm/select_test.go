@@ -7,29 +7,6 @@ import (
 	"testing"
 )
 
-func TestFoldsStratified(t *testing.T) {
-	y := make([]bool, 50)
-	for i := 0; i < 20; i++ {
-		y[i] = true
-	}
-	fold := Folds(y, 5, 3)
-	pos, all := make([]int, 5), make([]int, 5)
-	for i, f := range fold {
-		all[f]++
-		if y[i] {
-			pos[f]++
-		}
-	}
-	for f := range 5 {
-		if pos[f] != 4 || all[f] != 10 {
-			t.Errorf("fold %d: %d positives of %d, want 4 of 10", f, pos[f], all[f])
-		}
-	}
-	if !reflect.DeepEqual(fold, Folds(y, 5, 3)) {
-		t.Error("folds differ for the same seed")
-	}
-}
-
 // threeClassProblem has class 0 when x0 > 0, class 1 when x1 > 0 (both may
 // hold), and class 2 never: the last SVM must be the constant −1.
 func threeClassProblem() ([][]float64, [][]int) {

@@ -1,4 +1,4 @@
-// Package metrics holds the evaluation measures of multi-instance multi-label
+// Package measure holds the evaluation measures of multi-instance multi-label
 // learning: instance annotation accuracy and the bag-level measures of
 // Zhang & Zhou (Hamming loss, one-error, coverage, ranking loss, average
 // precision), plus exact-match bag accuracy for binary MIL.
@@ -21,7 +21,7 @@
 //
 // A measure with no bag (or instance) to average over is NaN in Result and
 // absent from Result.Values.
-package metrics
+package measure
 
 import (
 	"errors"

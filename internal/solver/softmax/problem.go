@@ -91,10 +91,8 @@ func (p *Problem) Evaluate(w, grad []float64) float64 {
 		panic(fmt.Sprintf("softmax: parameter vector of %d, want %d", len(w), np))
 	}
 	if p.N == 0 {
-		if grad != nil {
-			for i := range grad {
-				grad[i] = 0
-			}
+		for i := range grad { // a nil grad has no elements
+			grad[i] = 0
 		}
 		return p.penalty(w, grad)
 	}

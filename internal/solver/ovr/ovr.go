@@ -252,6 +252,8 @@ type State struct {
 	Lambda []float64 `json:"lambda,omitempty"`
 }
 
+var _ models.Model = (*Model)(nil)
+
 // Model is an immutable trained one-vs-rest classifier; safe for concurrent
 // use.
 type Model struct {

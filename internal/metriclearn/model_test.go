@@ -1,20 +1,18 @@
-package mlca
+package metriclearn
 
 import (
 	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/models/modeltest"
-	"github.com/mimlstream/mimlstream/internal/synth"
+	"github.com/mimlstream/mimlstream/internal/testsupport/modeltest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -91,7 +89,7 @@ func TestCitationKNNMatchesDefinition(t *testing.T) {
 		hausdorff string
 	}{{[2]int{20, 20}, "min"}, {[2]int{5, 3}, "min"}, {[2]int{1, 0}, "min"}, {[2]int{0, 7}, "min"}, {[2]int{20, 20}, "max"}, {[2]int{3, 5}, "max"}} {
 		rc := tc.rc
-		m, err := Fit(context.Background(), train, models.FitOptions{Seed: 1, Params: models.Params{
+		m, err := FitSupervised(context.Background(), "mlca", train, models.FitOptions{Seed: 1, Params: models.Params{
 			"refs": itoa(rc[0]), "citers": itoa(rc[1]), "hausdorff": tc.hausdorff}})
 		if err != nil {
 			t.Fatal(err)
@@ -117,55 +115,6 @@ func TestCitationKNNMatchesDefinition(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
-
-func TestFitSupervisedRecoversClasses(t *testing.T) {
-	ds := synthData(t, 5)
-	train, test := ds.Subset(modeltest.Seq(0, 100)), ds.Subset(modeltest.Seq(100, 120))
-	cases := []struct {
-		name   string
-		params models.Params
-		minAcc float64
-	}{
-		{"linear-centroid", models.Params{}, 0.95},
-		{"linear-alpha", models.Params{"rule": "alpha", "alpha": "0.5"}, 0.95},
-		{"euclidean", models.Params{"metric": "euclidean"}, 0.95},
-		{"rbf", models.Params{"kernel": "rbf", "landmarks": "100"}, 0.95},
-		{"chi2", models.Params{"kernel": "chi2", "landmarks": "0"}, 0.9},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			train, test := train, test
-			if tc.params["kernel"] == KernelChi2 {
-				train, test = modeltest.NonNegative(train), modeltest.NonNegative(test)
-			}
-			m, err := Kind().Fit(context.Background(), train, models.FitOptions{Seed: 2, Params: tc.params})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ok, tot := 0, 0
-			for i := range test.Bags {
-				b := test.Bags[i]
-				b.Labels = nil
-				a, err := m.Annotate(context.Background(), &b, models.Inductive)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for j, l := range a.InstanceLabels {
-					tot++
-					if l == b.InstanceLabels[j] {
-						ok++
-					}
-				}
-				if len(a.BagScores) != 4 || len(a.InstanceScores) != len(b.Instances) {
-					t.Fatalf("annotation shape: %d bag scores, %d instance score rows", len(a.BagScores), len(a.InstanceScores))
-				}
-			}
-			if acc := float64(ok) / float64(tot); acc < tc.minAcc {
-				t.Fatalf("instance accuracy %.3f < %.2f", acc, tc.minAcc)
-			}
-		})
-	}
-}
 
 func TestNystromWithAllLandmarksReproducesKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -193,7 +142,7 @@ func TestNystromWithAllLandmarksReproducesKernel(t *testing.T) {
 
 func TestAnnotateTransductiveRestrictsToBagLabels(t *testing.T) {
 	ds := synthData(t, 11)
-	m, err := Fit(context.Background(), ds.Subset(modeltest.Seq(0, 100)), models.FitOptions{Seed: 1})
+	m, err := FitSupervised(context.Background(), "mlca", ds.Subset(modeltest.Seq(0, 100)), models.FitOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,11 +166,11 @@ func TestAnnotateTransductiveRestrictsToBagLabels(t *testing.T) {
 
 func TestAnnotateBadInput(t *testing.T) {
 	ds := synthData(t, 13)
-	m, err := Fit(context.Background(), ds, models.FitOptions{Seed: 1})
+	m, err := FitSupervised(context.Background(), "mlca", ds, models.FitOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chi, err := Fit(context.Background(), modeltest.NonNegative(ds), models.FitOptions{Seed: 1, Params: models.Params{"kernel": "chi2", "landmarks": "50"}})
+	chi, err := FitSupervised(context.Background(), "mlca", modeltest.NonNegative(ds), models.FitOptions{Seed: 1, Params: models.Params{"kernel": "chi2", "landmarks": "50"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,59 +194,11 @@ func TestAnnotateBadInput(t *testing.T) {
 	}
 }
 
-func TestEncodeDecodeRoundTripAndConcurrency(t *testing.T) {
-	ds := synthData(t, 17)
-	for _, params := range []models.Params{{}, {"kernel": "rbf", "landmarks": "40", "rule": "alpha"}, {"metric": "euclidean", "refs": "0", "citers": "0"}} {
-		m, err := Kind().Fit(context.Background(), ds.Subset(modeltest.Seq(0, 100)), models.FitOptions{Seed: 4, Params: params})
-		if err != nil {
-			t.Fatal(err)
-		}
-		blob, err := models.Encode(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := models.NewRegistry(Kind()).Decode(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := make([]models.Annotation, 20)
-		for i := range want {
-			if want[i], err = m.Annotate(context.Background(), &ds.Bags[100+i], models.Inductive); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var wg sync.WaitGroup
-		errs := make(chan error, 4*len(want))
-		for w := 0; w < 4; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range want {
-					got, err := back.Annotate(context.Background(), &ds.Bags[100+i], models.Inductive)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if !reflect.DeepEqual(got, want[i]) {
-						errs <- errors.New("decoded model annotates differently")
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("%v: %v", params, err)
-		}
-	}
-}
-
 func TestFitDeterministicAcrossWorkers(t *testing.T) {
 	ds := synthData(t, 19)
 	var blobs [][]byte
 	for _, w := range []int{1, 3} {
-		m, err := Fit(context.Background(), ds, models.FitOptions{Seed: 5, Workers: w, Params: models.Params{"kernel": "rbf", "landmarks": "30"}})
+		m, err := FitSupervised(context.Background(), "mlca", ds, models.FitOptions{Seed: 5, Workers: w, Params: models.Params{"kernel": "rbf", "landmarks": "30"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +218,7 @@ func TestFitNeedsInstanceLabels(t *testing.T) {
 	for i := range ds.Bags {
 		ds.Bags[i].InstanceLabels = nil
 	}
-	if _, err := Fit(context.Background(), ds, models.FitOptions{}); !errors.Is(err, ErrNoData) {
+	if _, err := FitSupervised(context.Background(), "mlca", ds, models.FitOptions{}); !errors.Is(err, ErrNoData) {
 		t.Fatalf("error %v, want ErrNoData", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mlca
+package metriclearn
 
 import (
 	"cmp"
@@ -54,6 +54,27 @@ const (
 	HausdorffMin = "min"
 	HausdorffMax = "max"
 )
+
+// ParamSpecs declares the keys ParseConfig reads, shared by every kind that
+// builds a Model.
+func ParamSpecs() []models.ParamSpec {
+	return []models.ParamSpec{
+		{Name: "metric", Type: models.ParamEnum, Values: []string{MetricLearned, MetricEuclidean}, Default: MetricLearned,
+			Doc: "learned Mahalanobis metric, or the identity (same centroids and citation-kNN: the papers' baseline)"},
+		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelLinear, KernelRBF, KernelChi2}, Default: KernelLinear,
+			Doc: "feature map: identity, RBF exp(-gamma |a-b|^2), or chi2 exp(-gamma D_chi2) on l1-normalized non-negative vectors"},
+		{Name: "gamma", Type: models.ParamFloat, Default: "0", Doc: "kernel width; 0 = 1 / mean pairwise distance (sampled)"},
+		{Name: "landmarks", Type: models.ParamInt, Default: "500", Doc: "Nystrom landmarks of a kernel; 0 = every training instance (exact, O(n^3))"},
+		{Name: "center", Type: models.ParamBool, Default: "true", Doc: "subtract the training mean of the features before learning"},
+		{Name: "rule", Type: models.ParamEnum, Values: []string{RuleCentroid, RuleAlpha}, Default: RuleCentroid,
+			Doc: "instance labels: closest centroid (eq. 15) or the alpha rule (eq. 16, needs metric=learned)"},
+		{Name: "alpha", Type: models.ParamFloat, Default: "0.25", Doc: "alpha of eq. 16 (not used in training)"},
+		{Name: "refs", Type: models.ParamInt, Default: "20", Doc: "citation-kNN references r (refs=citers=0: bag labels = union of instance labels)"},
+		{Name: "citers", Type: models.ParamInt, Default: "20", Doc: "citation-kNN citers c"},
+		{Name: "hausdorff", Type: models.ParamEnum, Values: []string{HausdorffMin, HausdorffMax}, Default: HausdorffMin,
+			Doc: "bag distance of citation-kNN: minimal or maximal Hausdorff"},
+	}
+}
 
 // ParseConfig reads the shared parameters, with their defaults.
 func ParseConfig(p models.Params) (Config, error) {
@@ -362,15 +383,11 @@ func (m *Model) candidates(b *mil.Bag, mode models.Mode) []int {
 	return cand
 }
 
-// minHausdorff is the minimal Hausdorff distance (squared) between two bags
-// of projected points: min over pairs of ‖a − b‖².
-func minHausdorff(a, b [][]float64) float64 {
-	return minHausdorffBelow(a, b, math.Inf(1))
-}
-
-// minHausdorffBelow is minHausdorff when that is below bound, and some value
-// >= bound otherwise: partial sums stop as soon as they reach the best value
-// so far, which prunes most of the work when only near bags matter.
+// minHausdorffBelow is the minimal Hausdorff distance (squared) between two
+// bags of projected points, min over pairs of ‖a − b‖², when that is below
+// bound, and some value >= bound otherwise: partial sums stop as soon as they
+// reach the best value so far, which prunes most of the work when only near
+// bags matter.
 func minHausdorffBelow(a, b [][]float64, bound float64) float64 {
 	best := bound
 	for _, x := range a {

@@ -127,7 +127,7 @@ func oracle(t *testing.T, kind models.Kind, data *mil.Dataset, cfg eval.Config, 
 	t.Helper()
 	key, vals, ok := strings.Cut(spec, "=")
 	if !ok || vals == "" {
-		return Result{}, fmt.Errorf("MIL_ORACLE=%q: want key=v1|v2|...", spec)
+		return Result{}, fmt.Errorf("MIL_ORACLE=%q: want key=v1|v2, values separated by |", spec)
 	}
 	var reps []*eval.Report
 	for _, v := range strings.Split(vals, "|") {

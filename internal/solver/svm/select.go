@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync"
+
+	"github.com/mimlstream/mimlstream/internal/folds"
 )
 
 // Grid is the set of (C, gamma) candidates a cross-validated search visits.
@@ -49,29 +50,9 @@ type Choice struct {
 	Searched bool    `json:"searched"`
 }
 
-// Folds assigns each example to one of k folds, stratified by label so that
-// each fold keeps the class balance, and shuffled by seed.
-func Folds(y []bool, k int, seed uint64) []int {
-	rng := rand.New(rand.NewPCG(seed, 0x5f3759df))
-	var pos, neg []int
-	for i, v := range y {
-		if v {
-			pos = append(pos, i)
-		} else {
-			neg = append(neg, i)
-		}
-	}
-	fold := make([]int, len(y))
-	next := 0
-	for _, idx := range [][]int{pos, neg} {
-		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
-		for _, i := range idx {
-			fold[i] = next % k
-			next++
-		}
-	}
-	return fold
-}
+// foldStream is the PCG stream of the stratified folds of the grid search
+// (per class, seeded by OVRConfig.Seed + class).
+const foldStream = 0x5f3759df
 
 // cvError is the k-fold misclassification rate of an SVM with box C on the
 // examples of g (whose kernel already fixes gamma).
@@ -140,6 +121,7 @@ type OVRConfig struct {
 	// Tol and MaxIter are used.
 	Params Params
 	// Grid, when non-nil, is searched per class by stratified Folds-fold
+	// (folds.Binary)
 	// cross-validation; the lowest error wins, ties going to the pair met
 	// first (gamma ascending outer, C ascending inner: the smoother model).
 	Grid  *Grid
@@ -186,9 +168,9 @@ func TrainOneVsRest(ctx context.Context, X [][]float64, labels [][]int, classes 
 		for c := range chosen {
 			chosen[c].CVError = math.Inf(1)
 		}
-		folds := make([][]int, classes)
-		for c := range folds {
-			folds[c] = Folds(ys[c], k, cfg.Seed+uint64(c))
+		foldOf := make([][]int, classes)
+		for c := range foldOf {
+			foldOf[c] = folds.Binary(ys[c], k, cfg.Seed+uint64(c), foldStream)
 		}
 		// One Gram matrix per gamma, shared by every class, fold and C.
 		for _, gamma := range cfg.Grid.Gamma {
@@ -199,7 +181,7 @@ func TrainOneVsRest(ctx context.Context, X [][]float64, labels [][]int, classes 
 					if err := p.validate(); err != nil {
 						return err
 					}
-					e, err := cvError(ctx, g, ys[c], folds[c], k, p)
+					e, err := cvError(ctx, g, ys[c], foldOf[c], k, p)
 					if err != nil {
 						return fmt.Errorf("class %d C=%g gamma=%g: %w", c, C, gamma, err)
 					}

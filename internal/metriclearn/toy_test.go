@@ -1,10 +1,10 @@
-package mlca
+package metriclearn
 
 import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mimlstream/mimlstream/internal/synth"
+	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 	"gonum.org/v1/gonum/mat"
 )
 
