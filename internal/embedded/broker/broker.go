@@ -1,19 +1,16 @@
 // Package broker starts an embedded Kafka-protocol broker (franz-go's kfake)
-// on loopback for the demo and the tests, and creates topics explicitly on
-// any cluster, embedded or real. Topics are always created with an explicit
-// partition count: relying on auto-creation gives a different layout on
-// every broker and hides misconfigured topic names.
+// on loopback, for the demo, the tests and development tools. No production
+// package imports it (internal/archtest checks that the service commands do
+// not link it); topics on a real cluster are created by
+// kafkaio.EnsureTopics.
 package broker
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -65,30 +62,3 @@ func (e *Embedded) Addrs() []string { return e.cluster.ListenAddrs() }
 
 // Close stops the cluster; its data is lost.
 func (e *Embedded) Close() { e.cluster.Close() }
-
-// EnsureTopics creates the topics on the cluster reachable at brokers with the
-// given partition count, leaving existing topics alone.
-func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
-	if len(brokers) == 0 {
-		return errors.New("ensure topics: no broker address")
-	}
-	if partitions <= 0 {
-		partitions = 1
-	}
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-	req := &kafka.CreateTopicsRequest{}
-	for _, t := range topics {
-		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: -1})
-	}
-	resp, err := cl.CreateTopics(ctx, req)
-	if err != nil {
-		return fmt.Errorf("create topics %v: %w", topics, err)
-	}
-	var errs []error
-	for t, terr := range resp.Errors {
-		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("create topic %s: %w", t, terr))
-		}
-	}
-	return errors.Join(errs...)
-}

@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/embedded/broker"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 )
 
 // TestKafkaGoCompat checks the kafka-go features the pipeline relies on
@@ -17,16 +20,16 @@ import (
 func TestKafkaGoCompat(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b, err := Start(Options{Partitions: 3})
+	b, err := broker.Start(broker.Options{Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err := EnsureTopics(ctx, b.Addrs(), 3, "in"); err != nil {
+	if err := kafkaio.EnsureTopics(ctx, b.Addrs(), 3, "in"); err != nil {
 		t.Fatal(err)
 	}
 	// Creating again must not fail.
-	if err := EnsureTopics(ctx, b.Addrs(), 3, "in"); err != nil {
+	if err := kafkaio.EnsureTopics(ctx, b.Addrs(), 3, "in"); err != nil {
 		t.Fatalf("second EnsureTopics: %v", err)
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(b.Addrs()...), Topic: "in", RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}

@@ -1,4 +1,4 @@
-package stream
+package annotate
 
 import (
 	"context"
@@ -22,6 +22,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/telemetry"
 	"github.com/mimlstream/mimlstream/schemas"
 )
@@ -30,7 +33,7 @@ import (
 type AnnotatorConfig struct {
 	Brokers []string
 	GroupID string
-	Topics  Topics
+	Topics  wire.Topics
 	// Name identifies this instance in annotations and logs.
 	Name string
 	// Kinds decodes the model blobs; Store serves them.
@@ -60,7 +63,7 @@ type AnnotatorConfig struct {
 	// a dead member.
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
-	Obs               Observability
+	Obs               service.Observability
 }
 
 func (c *AnnotatorConfig) defaults() {
@@ -91,7 +94,7 @@ func (c *AnnotatorConfig) defaults() {
 	if c.GroupID == "" {
 		c.GroupID = "annotator"
 	}
-	c.Obs = c.Obs.withDefaults()
+	c.Obs = c.Obs.WithDefaults()
 }
 
 // Annotator consumes bags, annotates them with the registry's current model
@@ -100,7 +103,7 @@ func (c *AnnotatorConfig) defaults() {
 // by bag id so duplicates are idempotent downstream).
 type Annotator struct {
 	cfg       AnnotatorConfig
-	validator *Validator
+	validator *wire.Validator
 	cache     *cachedMapper
 	tracer    trace.Tracer
 	model     atomic.Pointer[servedModel]
@@ -127,11 +130,11 @@ func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
 	if cfg.Topics.Annotate == "" || cfg.Topics.Annotations == "" || cfg.Topics.DeadLetter == "" {
 		return nil, errors.New("annotator: annotate, annotations and dead-letter topics are required")
 	}
-	v, err := NewValidator(cfg.MaxMessageBytes)
+	v, err := wire.NewValidator(cfg.MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
-	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(instrumentation), rate: newRateMeter(10 * time.Second), lag: newLagTracker(30 * time.Second)}
+	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation), rate: newRateMeter(10 * time.Second), lag: newLagTracker(30 * time.Second)}
 	if cfg.Cache != nil {
 		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second}
 	}
@@ -142,7 +145,7 @@ func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
 }
 
 func (a *Annotator) initMetrics() error {
-	mt := a.cfg.Obs.Meter.Meter(instrumentation)
+	mt := a.cfg.Obs.Meter.Meter(service.Instrumentation)
 	var err error
 	var errs []error
 	a.m.bags, err = mt.Int64Counter("mimlstream.annotator.bags", metric.WithDescription("Bags annotated."), metric.WithUnit("{bag}"))
@@ -251,10 +254,10 @@ func (a *Annotator) Run(ctx context.Context) error {
 		ReadBackoffMax:    100 * time.Millisecond,
 		// Group membership changes (joins, rebalances, assignments) are
 		// what an operator needs when partitions stall.
-		Logger:      kafkaLogger(log, slog.LevelDebug),
-		ErrorLogger: kafkaLogger(log, slog.LevelWarn),
+		Logger:      kafkaio.Logger(log, slog.LevelDebug),
+		ErrorLogger: kafkaio.Logger(log, slog.LevelWarn),
 	})
-	w := NewWriter(a.cfg.Brokers)
+	w := kafkaio.NewWriter(a.cfg.Brokers)
 	defer func() {
 		a.consuming.Store(false)
 		if err := r.Close(); err != nil {
@@ -324,7 +327,7 @@ type output struct {
 	produce trace.Span
 	span    trace.Span
 	dead    bool
-	reason  Reason
+	reason  wire.Reason
 	mode    models.Mode
 	latency time.Duration
 }
@@ -356,7 +359,7 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.W
 	for i := range outs {
 		msgs[i] = outs[i].msg
 	}
-	err := writeAcked(ctx, w, msgs)
+	err := kafkaio.WriteAcked(ctx, w, msgs)
 	now := time.Now()
 	for i := range outs {
 		o := &outs[i]
@@ -414,9 +417,9 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 	var value []byte
 	topic := a.cfg.Topics.Annotations
 	if err != nil {
-		reason, isInput := ReasonOf(err)
+		reason, isInput := reasonOf(err)
 		if !isInput {
-			reason = ReasonModelError
+			reason = wire.ReasonModelError
 		}
 		o.dead, o.reason, topic = true, reason, a.cfg.Topics.DeadLetter
 		span.RecordError(err)
@@ -428,7 +431,7 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			t := in.Time.UTC()
 			ingested = &t
 		}
-		out := AnnotationMessage{
+		out := wire.AnnotationMessage{
 			SchemaVersion: schemas.Version, BagID: bm.ID, Source: bm.Source,
 			Model: sm.meta.Kind, ModelVersion: sm.meta.Version, Mode: string(mode), Classes: sm.meta.Classes,
 			InstanceLabels: ann.InstanceLabels, InstanceScores: ann.InstanceScores,
@@ -447,22 +450,22 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 		switch {
 		case err != nil:
 			// Scores that JSON cannot carry (NaN) are a model fault.
-			o.dead, o.reason, topic = true, ReasonModelError, a.cfg.Topics.DeadLetter
-			value = a.deadLetter(in, ReasonModelError, fmt.Errorf("encode annotation: %w", err))
+			o.dead, o.reason, topic = true, wire.ReasonModelError, a.cfg.Topics.DeadLetter
+			value = a.deadLetter(in, wire.ReasonModelError, fmt.Errorf("encode annotation: %w", err))
 		case len(value) > a.cfg.MaxOutputBytes:
-			o.dead, o.reason, topic = true, ReasonOversize, a.cfg.Topics.DeadLetter
-			value = a.deadLetter(in, ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), a.cfg.MaxOutputBytes))
+			o.dead, o.reason, topic = true, wire.ReasonOversize, a.cfg.Topics.DeadLetter
+			value = a.deadLetter(in, wire.ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), a.cfg.MaxOutputBytes))
 		}
 	}
 	pctx, produce := a.tracer.Start(ctx, "produce", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("messaging.destination.name", topic)))
 	o.produce = produce
-	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: messageHeaders(pctx, p)}
+	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: kafkaio.Headers(pctx, p)}
 	return o
 }
 
 // annotate decodes, checks and annotates one bag.
-func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Message) (models.Annotation, models.Mode, *BagMessage, error) {
+func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Message) (models.Annotation, models.Mode, *wire.BagMessage, error) {
 	_, dspan := a.tracer.Start(ctx, "decode")
 	bm, err := a.validator.DecodeBag(in.Value)
 	if err == nil {
@@ -498,42 +501,41 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	return ann, mode, bm, nil
 }
 
+// reasonOf classifies an error of the annotate step: the wire format's
+// input errors (wire.ReasonOf) and the model contract's, which a model
+// returns for a bag it cannot take. Anything else is not an input error (ok
+// false): a fault of the model, dead-lettered as model_error.
+func reasonOf(err error) (wire.Reason, bool) {
+	var re *wire.RejectError
+	switch {
+	case errors.As(err, &re):
+		return re.Reason, true
+	case errors.Is(err, models.ErrLabelSetTooLarge):
+		return wire.ReasonLabelSetTooLarge, true
+	}
+	if r, ok := wire.ReasonOf(err); ok {
+		return r, true
+	}
+	if errors.Is(err, models.ErrBadInput) {
+		return wire.ReasonBadInput, true
+	}
+	return "", false
+}
+
 // checkAgainstModel rejects bags the served model cannot read: another
 // dimension, or labels over another class vocabulary.
-func checkAgainstModel(bm *BagMessage, sm *servedModel) error {
+func checkAgainstModel(bm *wire.BagMessage, sm *servedModel) error {
 	if bm.Dim != sm.meta.Dim {
-		return reject(ReasonDimension, fmt.Errorf("bag %q has dimension %d, model %s expects %d", bm.ID, bm.Dim, sm.meta.Version, sm.meta.Dim))
+		return wire.Reject(wire.ReasonDimension, fmt.Errorf("bag %q has dimension %d, model %s expects %d", bm.ID, bm.Dim, sm.meta.Version, sm.meta.Dim))
 	}
 	if bm.Labels != nil && !slices.Equal(bm.Classes, sm.meta.Classes) {
-		return reject(ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, model %s has %v", bm.ID, bm.Classes, sm.meta.Version, sm.meta.Classes))
+		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, model %s has %v", bm.ID, bm.Classes, sm.meta.Version, sm.meta.Classes))
 	}
 	return nil
 }
 
-// maxDeadLetterOriginal caps the original bytes kept for an oversize
-// message, so a dead letter is never itself too large to produce.
-const maxDeadLetterOriginal = 4096
-
-func (a *Annotator) deadLetter(in kafka.Message, reason Reason, err error) []byte {
-	return encodeDeadLetter(StageAnnotate, reason, err, string(in.Key), in.Topic, in.Partition, in.Offset, in.Value)
-}
-
-func encodeDeadLetter(stage string, reason Reason, err error, key, topic string, partition int, offset int64, original []byte) []byte {
-	orig := original
-	if reason == ReasonOversize && len(orig) > maxDeadLetterOriginal {
-		orig = orig[:maxDeadLetterOriginal]
-	}
-	if orig == nil {
-		orig = []byte{}
-	}
-	d := DeadLetter{SchemaVersion: schemas.Version, Reason: reason, Error: err.Error(), Stage: stage, Key: key, Topic: topic,
-		Partition: partition, Offset: offset, Original: orig, OriginalSize: len(original), At: time.Now().UTC()}
-	b, merr := json.Marshal(d)
-	if merr != nil {
-		// Every field is a plain string, number or byte slice.
-		panic(fmt.Sprintf("encode dead letter: %v", merr))
-	}
-	return b
+func (a *Annotator) deadLetter(in kafka.Message, reason wire.Reason, err error) []byte {
+	return wire.EncodeDeadLetter(wire.StageAnnotate, reason, err, string(in.Key), in.Topic, in.Partition, in.Offset, in.Value)
 }
 
 func nonNilInts(v []int) []int {
@@ -628,14 +630,4 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 			}
 		}
 	}
-}
-
-// kafkaLogger routes kafka-go's printf logging to slog.
-func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {
-	return kafka.LoggerFunc(func(format string, args ...any) {
-		// kafka-go logs every empty fetch; format only what is kept.
-		if ctx := context.Background(); log.Enabled(ctx, level) {
-			log.Log(ctx, level, "kafka: "+strings.TrimSpace(fmt.Sprintf(format, args...)))
-		}
-	})
 }

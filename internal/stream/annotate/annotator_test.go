@@ -1,11 +1,9 @@
-package stream
+package annotate
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +14,11 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // harness is a broker, an in-process Redis with a model registry, and the
@@ -24,7 +26,7 @@ import (
 type harness struct {
 	t       *testing.T
 	brokers []string
-	topics  Topics
+	topics  wire.Topics
 	reg     *featurestore.Registry
 	cache   *featurestore.Cache
 	kinds   *models.Registry
@@ -33,46 +35,24 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	topics := DefaultTopics()
+	topics := wire.DefaultTopics()
 	brokers := streamtest.StartBroker(t, 3, topics.All()...)
 	_, rdb, stop := streamtest.StartRedis(t)
 	return &harness{t: t, brokers: brokers, topics: topics, reg: featurestore.NewRegistry(rdb, "t"),
 		cache: featurestore.NewCache(rdb, "tf", time.Minute, 10000), kinds: models.NewRegistry(streamtest.CentroidKind()), stopRed: stop}
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 // publishModel fits the centroid model on ds and makes it current.
 func (h *harness) publishModel(ds *mil.Dataset, params models.Params) string {
 	h.t.Helper()
-	m, err := streamtest.CentroidKind().Fit(context.Background(), ds, models.FitOptions{Params: params})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	blob, err := models.Encode(m)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	meta, err := h.reg.Put(context.Background(), blob, featurestore.VersionMeta{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := h.reg.Promote(context.Background(), meta.Version); err != nil {
-		h.t.Fatal(err)
-	}
-	return meta.Version
+	return streamtest.PublishModel(h.t, h.reg, ds, params)
 }
 
 func (h *harness) startAnnotator(ctx context.Context, name string, mutate func(*AnnotatorConfig)) (*Annotator, <-chan error) {
 	h.t.Helper()
 	cfg := AnnotatorConfig{Brokers: h.brokers, GroupID: "annotators", Topics: h.topics, Name: name, Kinds: h.kinds,
 		Store: h.reg, Cache: h.cache, PollInterval: 200 * time.Millisecond, SessionTimeout: 2 * time.Second,
-		Obs: Observability{Logger: testLogger(h.t)}}
+		Obs: service.Observability{Logger: streamtest.Logger(h.t)}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -87,30 +67,30 @@ func (h *harness) startAnnotator(ctx context.Context, name string, mutate func(*
 
 // collect tails the annotations and dead-letter topics until want ids are
 // seen in total or the timeout passes.
-func (h *harness) collect(ctx context.Context, want int, timeout time.Duration) (map[string][]AnnotationMessage, []DeadLetter) {
+func (h *harness) collect(ctx context.Context, want int, timeout time.Duration) (map[string][]wire.AnnotationMessage, []wire.DeadLetter) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var mu sync.Mutex
-	anns := map[string][]AnnotationMessage{}
-	var dead []DeadLetter
+	anns := map[string][]wire.AnnotationMessage{}
+	var dead []wire.DeadLetter
 	seen := func() int { return len(anns) + len(dead) }
 	var wg sync.WaitGroup
 	for _, topic := range []string{h.topics.Annotations, h.topics.DeadLetter} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := Tail(ctx, h.brokers, topic, fmt.Sprintf("tail-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+			err := kafkaio.Tail(ctx, h.brokers, topic, fmt.Sprintf("tail-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if topic == h.topics.Annotations {
-					var a AnnotationMessage
+					var a wire.AnnotationMessage
 					if err := json.Unmarshal(m.Value, &a); err != nil {
 						return err
 					}
 					anns[a.BagID] = append(anns[a.BagID], a)
 				} else {
-					var d DeadLetter
+					var d wire.DeadLetter
 					if err := json.Unmarshal(m.Value, &d); err != nil {
 						return err
 					}
@@ -130,32 +110,15 @@ func (h *harness) collect(ctx context.Context, want int, timeout time.Duration) 
 	return anns, dead
 }
 
-func smallDataset(n int) *mil.Dataset {
-	ds := &mil.Dataset{Name: "toy", Classes: []string{"a", "b", "c"}, Dim: 2}
-	centers := [][]float64{{0, 0}, {5, 0}, {0, 5}}
-	for i := range n {
-		c1, c2 := i%3, (i+1)%3
-		b := mil.Bag{ID: fmt.Sprintf("bag-%04d", i)}
-		for j, c := range []int{c1, c2, c1} {
-			x := []float64{centers[c][0] + 0.1*float64(j), centers[c][1] - 0.1*float64(i%5)}
-			b.Instances = append(b.Instances, x)
-			b.InstanceLabels = append(b.InstanceLabels, c)
-		}
-		b.Labels = []int{min(c1, c2), max(c1, c2)}
-		ds.Bags = append(ds.Bags, b)
-	}
-	return ds
-}
-
 func TestAnnotatorAnnotatesEveryBagOnce(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds := smallDataset(60)
+	ds := streamtest.SmallDataset(60)
 	version := h.publishModel(ds, nil)
 	_, done := h.startAnnotator(ctx, "a1", nil)
 
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Seed: 1})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +133,7 @@ func TestAnnotatorAnnotatesEveryBagOnce(t *testing.T) {
 	if len(anns) != len(ds.Bags) {
 		t.Fatalf("%d of %d bags annotated", len(anns), len(ds.Bags))
 	}
-	v, _ := NewValidator(0)
+	v, _ := wire.NewValidator(0)
 	modes := map[string]int{}
 	for _, b := range ds.Bags {
 		as := anns[b.ID]
@@ -214,30 +177,30 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds := smallDataset(30)
+	ds := streamtest.SmallDataset(30)
 	h.publishModel(ds, models.Params{"max_labels": "2"})
 	_, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.MaxMessageBytes = 4000 })
 
 	good := func(i int) []byte {
 		b := ds.Bags[i]
-		raw, _ := json.Marshal(NewBagMessage(&b, "toy", 2, ds.Classes, false))
+		raw, _ := json.Marshal(wire.NewBagMessage(&b, "toy", 2, ds.Classes, false))
 		return raw
 	}
 	bad := []struct {
 		raw  string
-		want Reason
+		want wire.Reason
 	}{
-		{`{"schema_version":1,"id":"bad-json","dim":2,"instances":[[1,2]`, ReasonMalformedJSON},
-		{`{"schema_version":1,"id":"bad-dim","dim":3,"instances":[[1,2,3]]}`, ReasonDimension},
-		{`{"schema_version":1,"id":"bad-rowdim","dim":2,"instances":[[1,2],[3]]}`, ReasonDimension},
-		{`{"schema_version":1,"id":"bad-nan","dim":2,"instances":[[1,"NaN"]]}`, ReasonNonFinite},
-		{`{"schema_version":1,"id":"bad-inf","dim":2,"instances":[["+Inf",1]]}`, ReasonNonFinite},
-		{`{"schema_version":1,"id":"bad-empty","dim":2,"instances":[]}`, ReasonEmptyBag},
-		{`{"schema_version":1,"id":"bad-labels","dim":2,"instances":[[1,2]],"labels":[0,1,2],"classes":["a","b","c"]}`, ReasonLabelSetTooLarge},
-		{`{"schema_version":1,"id":"bad-vocab","dim":2,"instances":[[1,2]],"labels":[0],"classes":["x","y","z"]}`, ReasonVocabulary},
-		{`{"schema_version":1,"id":"bad-big","dim":2,"instances":[` + strings.Repeat("[0.5,0.5],", 500) + `[0.5,0.5]]}`, ReasonOversize},
+		{`{"schema_version":1,"id":"bad-json","dim":2,"instances":[[1,2]`, wire.ReasonMalformedJSON},
+		{`{"schema_version":1,"id":"bad-dim","dim":3,"instances":[[1,2,3]]}`, wire.ReasonDimension},
+		{`{"schema_version":1,"id":"bad-rowdim","dim":2,"instances":[[1,2],[3]]}`, wire.ReasonDimension},
+		{`{"schema_version":1,"id":"bad-nan","dim":2,"instances":[[1,"NaN"]]}`, wire.ReasonNonFinite},
+		{`{"schema_version":1,"id":"bad-inf","dim":2,"instances":[["+Inf",1]]}`, wire.ReasonNonFinite},
+		{`{"schema_version":1,"id":"bad-empty","dim":2,"instances":[]}`, wire.ReasonEmptyBag},
+		{`{"schema_version":1,"id":"bad-labels","dim":2,"instances":[[1,2]],"labels":[0,1,2],"classes":["a","b","c"]}`, wire.ReasonLabelSetTooLarge},
+		{`{"schema_version":1,"id":"bad-vocab","dim":2,"instances":[[1,2]],"labels":[0],"classes":["x","y","z"]}`, wire.ReasonVocabulary},
+		{`{"schema_version":1,"id":"bad-big","dim":2,"instances":[` + strings.Repeat("[0.5,0.5],", 500) + `[0.5,0.5]]}`, wire.ReasonOversize},
 	}
-	w := NewWriter(h.brokers)
+	w := kafkaio.NewWriter(h.brokers)
 	defer w.Close()
 	var msgs []kafka.Message
 	gi := 0
@@ -255,8 +218,8 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 	if len(anns) != gi {
 		t.Errorf("%d good bags annotated, want %d", len(anns), gi)
 	}
-	v, _ := NewValidator(0)
-	got := map[string]DeadLetter{}
+	v, _ := wire.NewValidator(0)
+	got := map[string]wire.DeadLetter{}
 	for _, d := range dead {
 		got[d.Key] = d
 		raw, _ := json.Marshal(d)
@@ -270,10 +233,10 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 			t.Errorf("no dead letter for %s", b.want)
 			continue
 		}
-		if d.Reason != b.want || d.Stage != StageAnnotate || d.Topic != h.topics.Annotate || d.Offset < 0 || d.OriginalSize != len(b.raw) {
+		if d.Reason != b.want || d.Stage != wire.StageAnnotate || d.Topic != h.topics.Annotate || d.Offset < 0 || d.OriginalSize != len(b.raw) {
 			t.Errorf("dead letter %+v, want reason %s", d, b.want)
 		}
-		if b.want != ReasonOversize && string(d.Original) != b.raw {
+		if b.want != wire.ReasonOversize && string(d.Original) != b.raw {
 			t.Errorf("%s: original bytes not kept", b.want)
 		}
 	}
@@ -287,7 +250,7 @@ func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds := smallDataset(30)
+	ds := streamtest.SmallDataset(30)
 	v1 := h.publishModel(ds, nil)
 	// A long poll interval: the swap must come from the notification.
 	slow := func(c *AnnotatorConfig) { c.PollInterval = time.Minute }
@@ -301,7 +264,7 @@ func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	})
 	t.Logf("promotion of %s reached both annotators in %v", v2, d)
 
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,13 +299,13 @@ func TestAnnotatorKeepsServingWhenRedisIsDown(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds := smallDataset(40)
+	ds := streamtest.SmallDataset(40)
 	v1 := h.publishModel(ds, nil)
 	a, done := h.startAnnotator(ctx, "a1", nil)
 	streamtest.WaitFor(t, 5*time.Second, "annotator ready", a.Ready)
 	h.stopRed()
 
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,5 +330,32 @@ func TestAnnotatorKeepsServingWhenRedisIsDown(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReasonOf checks the annotator's classification: the model contract's
+// input errors on top of the wire format's, with the same precedence as
+// before the split (a label set too large wins over a mil error, a mil
+// error over a generic bad input).
+func TestReasonOf(t *testing.T) {
+	cases := []struct {
+		err  error
+		want wire.Reason
+		ok   bool
+	}{
+		{fmt.Errorf("x: %w", models.ErrLabelSetTooLarge), wire.ReasonLabelSetTooLarge, true},
+		{fmt.Errorf("x: %w", models.ErrBadInput), wire.ReasonBadInput, true},
+		{fmt.Errorf("x: %w", mil.ErrDimension), wire.ReasonDimension, true},
+		{fmt.Errorf("x: %w %w", models.ErrBadInput, mil.ErrNonFinite), wire.ReasonNonFinite, true},
+		{fmt.Errorf("x: %w %w", mil.ErrDimension, models.ErrLabelSetTooLarge), wire.ReasonLabelSetTooLarge, true},
+		{wire.Reject(wire.ReasonVocabulary, models.ErrBadInput), wire.ReasonVocabulary, true},
+		{fmt.Errorf("redis down"), "", false},
+		{nil, "", false},
+	}
+	for _, c := range cases {
+		r, ok := reasonOf(c.err)
+		if r != c.want || ok != c.ok {
+			t.Errorf("reasonOf(%v) = %q,%v want %q,%v", c.err, r, ok, c.want, c.ok)
+		}
 	}
 }

@@ -1,126 +1,151 @@
-package service
+package annotate
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
 
-// Env is what a service takes from its process; tests substitute theirs.
-type Env struct {
-	// Stdin feeds `ingest --jsonl -`; nil means os.Stdin.
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	// Kinds decodes and fits models (catalog.New() in the commands).
-	Kinds *models.Registry
+// Config is the settings of the annotator service, one field per flag.
+type Config struct {
+	Kafka     service.Kafka
+	Redis     redisflag.Config
+	Telemetry service.Telemetry
+	// Name identifies the instance in annotations and logs; Group is the
+	// consumer group; Listen the address of /healthz, /readyz and /metrics
+	// (empty: none).
+	Name, Group, Listen string
+	Workers, BatchSize  int
+	BatchWait, Poll     time.Duration
+	MaxMessageBytes     int
+	DrainTimeout        time.Duration
+	SessionTimeout      time.Duration
+	// NoFeatureCache turns the Redis cache of mapped instances off.
+	NoFeatureCache  bool
+	CachePrefix     string
+	CacheTTL        time.Duration
+	CacheMaxEntries int
 }
 
-func (e Env) logger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
+// DefaultConfig returns the defaults of the annotator flags.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: ":8080", BatchSize: 64,
+		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
+		SessionTimeout: 10 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 }
 
-// RunAnnotator runs the annotator service until ctx ends (SIGTERM), then
-// drains and commits. It returns flag.ErrHelp after printing help.
-func RunAnnotator(ctx context.Context, env Env, args []string) error {
+func (c *Config) register(fs *flag.FlagSet) {
+	c.Kafka.Register(fs)
+	c.Redis.Register(fs)
+	c.Telemetry.Register(fs)
+	fs.StringVar(&c.Name, "name", c.Name, "instance `name` written into annotations")
+	fs.StringVar(&c.Group, "group", c.Group, "consumer group")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz and /metrics (empty: none)")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
+	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
+	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch waits to fill")
+	fs.DurationVar(&c.Poll, "poll", c.Poll, "period of the registry check backing up promotion notifications")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batch in flight at shutdown")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
+	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
+	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
+	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
+	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
+}
+
+// Command is the annotator command: it runs the annotator service until ctx
+// ends (SIGTERM), then drains and commits. kinds decodes the models
+// (catalog.New() in the command).
+func Command(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
 	fs := cli.NewFlagSet("annotator", `Usage: annotator --brokers HOST:PORT [flags]
 
 Consumes bags from Kafka as a member of a consumer group, annotates them with
 the model aliased "current" in the Redis registry (hot-swapped on promotion),
 and writes annotations and dead letters. Serves /healthz, /readyz and
 /metrics.`, env.Stderr)
-	var kf kafkaFlags
-	var rf redisFlags
-	var tf telemetryFlags
-	kf.register(fs)
-	rf.register(fs)
-	tf.register(fs)
-	host, _ := os.Hostname()
-	var (
-		name        = fs.String("name", fmt.Sprintf("%s-%d", host, os.Getpid()), "instance `name` written into annotations")
-		group       = fs.String("group", "annotator", "consumer group")
-		listen      = fs.String("listen", ":8080", "HTTP `address` of /healthz, /readyz and /metrics (empty: none)")
-		workers     = fs.Int("workers", 0, "annotation workers (0: all cores)")
-		batch       = fs.Int("batch-size", 64, "maximum bags per batch")
-		batchWait   = fs.Duration("batch-wait", 20*time.Millisecond, "how long a batch waits to fill")
-		poll        = fs.Duration("poll", 5*time.Second, "period of the registry check backing up promotion notifications")
-		maxBytes    = fs.Int("max-message-bytes", 1<<20, "dead-letter bag messages larger than this (0: no limit)")
-		drain       = fs.Duration("drain-timeout", 15*time.Second, "bound on finishing the batch in flight at shutdown")
-		session     = fs.Duration("session-timeout", 10*time.Second, "consumer group session timeout")
-		noCache     = fs.Bool("no-feature-cache", false, "do not cache mapped instances in Redis")
-		cachePrefix = fs.String("cache-prefix", "mimlstream:features", "key prefix of the feature cache")
-		cacheTTL    = fs.Duration("cache-ttl", time.Hour, "feature cache entry TTL")
-		cacheMax    = fs.Int("cache-max-entries", 1_000_000, "feature cache size bound")
-	)
-	if err := parse(fs, args); err != nil {
+	cfg := DefaultConfig()
+	cfg.register(fs)
+	if err := service.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := kf.check(); err != nil {
+	if err := cfg.Kafka.Check(); err != nil {
 		return err
 	}
-	log, prov, stop, err := start(ctx, env, "annotator", &kf, &tf, "name", *name)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	rdb, err := rf.connect(ctx, log)
+	s, err := New(ctx, env, kinds, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil // stopped during start-up (waiting for Redis, say)
 		}
 		return err
 	}
-	defer rdb.Close()
-	cfg := stream.AnnotatorConfig{
-		Brokers: kf.brokers, GroupID: *group, Topics: kf.topics, Name: *name, Kinds: env.Kinds,
-		Store: featurestore.NewRegistry(rdb, rf.registryPrefix), Workers: *workers, BatchSize: *batch, BatchWait: *batchWait,
-		PollInterval: *poll, MaxMessageBytes: *maxBytes, DrainTimeout: *drain, SessionTimeout: *session,
-		Obs: observability(prov, log),
-	}
-	if !*noCache {
-		cfg.Cache = featurestore.NewCache(rdb, *cachePrefix, *cacheTTL, *cacheMax)
-	}
-	a, err := stream.NewAnnotator(cfg)
-	if err != nil {
-		return err
-	}
-	stopHTTP, err := serveHTTP(*listen, a.Handler(prov.MetricsHandler), log)
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-	return a.Run(ctx)
+	defer s.Close()
+	return s.Run(ctx)
 }
 
-// serveHTTP serves h on addr until the returned stop is called.
-func serveHTTP(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
+// Service is a started annotator service: the annotator, its Redis client,
+// logger and telemetry. The command and the demo build it with New.
+type Service struct {
+	cfg Config
+	rt  *service.Runtime
+	rdb *redis.Client
+	a   *Annotator
+}
+
+// New starts the service: logger, telemetry and topics, then Redis (waiting
+// for it until ctx ends), then the annotator.
+func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Config) (*Service, error) {
+	rt, err := service.Start(ctx, env, "annotator", cfg.Kafka, cfg.Telemetry, "name", cfg.Name)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
-	log.Info("http listening", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
+	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	acfg := AnnotatorConfig{
+		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
+		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
+		Obs: rt.Obs(),
+	}
+	if !cfg.NoFeatureCache {
+		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
+	}
+	a, err := NewAnnotator(acfg)
+	if err != nil {
+		rdb.Close()
+		rt.Close()
+		return nil, err
+	}
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
+}
+
+// Annotator returns the service's annotator.
+func (s *Service) Annotator() *Annotator { return s.a }
+
+// Run consumes until ctx ends and serves /healthz, /readyz and /metrics on
+// the listen address, as one group (service.Run): the listener failing
+// stops the consumer, the consumer failing or draining closes the listener.
+func (s *Service) Run(ctx context.Context) error {
+	return service.Run(ctx, s.rt.Log, s.a.Run, service.Server{Addr: s.cfg.Listen, Handler: s.a.Handler(s.rt.Telemetry.MetricsHandler)})
+}
+
+// Close closes the Redis client and the telemetry.
+func (s *Service) Close() {
+	s.rdb.Close()
+	s.rt.Close()
 }

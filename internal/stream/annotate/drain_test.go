@@ -1,4 +1,4 @@
-package stream
+package annotate
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // slowModel makes every annotation take a while, so a shutdown can land in
@@ -52,7 +53,7 @@ func TestShutdownMidBatchCompletesTheBatch(t *testing.T) {
 	h := newHarness(t)
 	kind := slowKind(150 * time.Millisecond)
 	h.kinds = models.NewRegistry(kind)
-	ds := smallDataset(6)
+	ds := streamtest.SmallDataset(6)
 	m, err := kind.Fit(context.Background(), ds, models.FitOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestShutdownMidBatchCompletesTheBatch(t *testing.T) {
 	}
 	a, done := h.startAnnotator(ctx, "first", one)
 	streamtest.WaitFor(t, 10*time.Second, "ready", a.Ready)
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

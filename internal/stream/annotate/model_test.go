@@ -1,4 +1,4 @@
-package stream
+package annotate
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // failingCache is a feature cache whose Redis is down.
@@ -33,7 +34,7 @@ func (f *failingCache) Put(context.Context, string, []float64) error {
 // the feature cache (cold, warm, or with Redis down) gives exactly what the
 // model gives without it, and that the cache is used.
 func TestCachedMapperMatchesDirectAnnotation(t *testing.T) {
-	ds := smallDataset(12)
+	ds := streamtest.SmallDataset(12)
 	m, err := streamtest.CentroidKind().Fit(context.Background(), ds, models.FitOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestCachedMapperMatchesDirectAnnotation(t *testing.T) {
 // loses its instance scores first, and is dead-lettered as oversize only
 // when even the labels do not fit.
 func TestOutputSizeLimit(t *testing.T) {
-	ds := smallDataset(3)
+	ds := streamtest.SmallDataset(3)
 	m, err := streamtest.CentroidKind().Fit(context.Background(), ds, models.FitOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +94,10 @@ func TestOutputSizeLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(NewBagMessage(&ds.Bags[0], "toy", 2, ds.Classes, false))
+	raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[0], "toy", 2, ds.Classes, false))
 	msg := kafka.Message{Topic: "bags", Key: []byte(ds.Bags[0].ID), Value: raw}
 	run := func(limit int) output {
-		a, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: DefaultTopics(), Kinds: kinds, Store: nil2store{}, MaxOutputBytes: limit})
+		a, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: wire.DefaultTopics(), Kinds: kinds, Store: nil2store{}, MaxOutputBytes: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func TestOutputSizeLimit(t *testing.T) {
 		return o
 	}
 	full := run(1 << 20)
-	var ann AnnotationMessage
+	var ann wire.AnnotationMessage
 	if err := json.Unmarshal(full.msg.Value, &ann); err != nil || ann.InstanceScores == nil {
 		t.Fatalf("full annotation %s: %v", full.msg.Value, err)
 	}
@@ -130,13 +131,13 @@ func TestOutputSizeLimit(t *testing.T) {
 			continue
 		}
 		if c.dead {
-			var d DeadLetter
-			if err := json.Unmarshal(o.msg.Value, &d); err != nil || d.Reason != ReasonOversize || o.msg.Topic != DefaultTopics().DeadLetter {
+			var d wire.DeadLetter
+			if err := json.Unmarshal(o.msg.Value, &d); err != nil || d.Reason != wire.ReasonOversize || o.msg.Topic != wire.DefaultTopics().DeadLetter {
 				t.Errorf("limit %d: dead letter %+v %v", c.limit, d, err)
 			}
 			continue
 		}
-		var got AnnotationMessage
+		var got wire.AnnotationMessage
 		if err := json.Unmarshal(o.msg.Value, &got); err != nil {
 			t.Fatal(err)
 		}

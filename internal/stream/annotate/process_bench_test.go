@@ -1,25 +1,24 @@
-package stream
+package annotate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // BenchmarkProcess measures the annotator's per-bag work outside Kafka
 // (validate, decode, annotate, encode, trace) against Annotate alone, on
 // MSCV2 bags with the centroid test model.
 func BenchmarkProcess(b *testing.B) {
-	ds, err := dataset.Load("../../testdata/mscv2/MSCV2.mat")
+	ds, err := dataset.Load("../../../testdata/mscv2/MSCV2.mat")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,10 +35,10 @@ func BenchmarkProcess(b *testing.B) {
 	sm.mapper = nil // measure the model, not the cache
 	msgs := make([]kafka.Message, len(ds.Bags))
 	for i := range ds.Bags {
-		raw, _ := json.Marshal(NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, false))
+		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, false))
 		msgs[i] = kafka.Message{Topic: "bags", Key: []byte(ds.Bags[i].ID), Value: raw}
 	}
-	a, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: DefaultTopics(), Kinds: kinds, Store: nil2store{}})
+	a, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: wire.DefaultTopics(), Kinds: kinds, Store: nil2store{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,21 +56,7 @@ func BenchmarkProcess(b *testing.B) {
 			}
 		}
 	})
-	// The decoding alone, against the reference decoder it replaces.
-	b.Run("decode", func(b *testing.B) {
-		for i := range b.N {
-			if _, err := decodeDocument(msgs[i%len(msgs)].Value); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode-reference", func(b *testing.B) {
-		for i := range b.N {
-			if _, err := jsonschema.UnmarshalJSON(bytes.NewReader(msgs[i%len(msgs)].Value)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	// The decoding alone is wire.BenchmarkDecodeDocument.
 	b.Run("annotate", func(b *testing.B) {
 		for i := range b.N {
 			bag := ds.Bags[i%len(ds.Bags)]

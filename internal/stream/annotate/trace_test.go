@@ -1,4 +1,4 @@
-package stream
+package annotate
 
 import (
 	"context"
@@ -7,11 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 	"github.com/segmentio/kafka-go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/mimlstream/mimlstream/internal/telemetry"
 )
 
 // TestTraceChainIngestToAnnotation checks one trace per bag: ingest ->
@@ -21,13 +25,13 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	prov, rec := telemetry.NewTestProviders()
-	obs := Observability{Tracer: prov.Tracer, Meter: prov.Meter, Propagator: prov.Propagator, Logger: testLogger(t)}
+	prov, rec := telemetrytest.NewProviders()
+	obs := service.Observability{Tracer: prov.Tracer, Meter: prov.Meter, Propagator: prov.Propagator, Logger: streamtest.Logger(t)}
 
-	ds := smallDataset(12)
+	ds := streamtest.SmallDataset(12)
 	h.publishModel(ds, nil)
 	_, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.Obs = obs })
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Obs: obs})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Obs: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +53,9 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	// Every output carries the schema version and a trace context.
 	var headers []kafka.Header
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = Tail(tctx, h.brokers, h.topics.Annotations, "headers", func(m kafka.Message) error {
+	err = kafkaio.Tail(tctx, h.brokers, h.topics.Annotations, "headers", func(m kafka.Message) error {
 		headers = m.Headers
-		return ErrStop
+		return kafkaio.ErrStop
 	})
 	tcancel()
 	if err != nil {
@@ -61,7 +65,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	for _, x := range headers {
 		hv[x.Key] = string(x.Value)
 	}
-	if hv[HeaderSchemaVersion] != "1" || !strings.HasPrefix(hv["traceparent"], "00-") {
+	if hv[wire.HeaderSchemaVersion] != "1" || !strings.HasPrefix(hv["traceparent"], "00-") {
 		t.Errorf("output headers %v lack the schema version or the trace context", hv)
 	}
 	cancel()

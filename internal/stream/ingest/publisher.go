@@ -1,11 +1,10 @@
-package stream
+package ingest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"sync"
 
@@ -15,12 +14,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/sample"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
 // PublisherConfig configures the ingest side of the pipeline.
 type PublisherConfig struct {
 	Brokers []string
-	Topics  Topics
+	Topics  wire.Topics
 	// LabelFraction of the labeled bags keep their labels (and also go to
 	// the training topic); the others are published unlabeled. 1 keeps
 	// every label. The choice hashes the bag id with Seed, so it is the
@@ -32,14 +35,14 @@ type PublisherConfig struct {
 	WithInstanceLabels bool
 	// MaxMessageBytes rejects larger bags (oversize); <= 0: no limit.
 	MaxMessageBytes int
-	Obs             Observability
+	Obs             service.Observability
 }
 
 // Publisher validates bags and publishes them. It is safe for concurrent use.
 type Publisher struct {
 	cfg       PublisherConfig
 	w         *kafka.Writer
-	validator *Validator
+	validator *wire.Validator
 	tracer    trace.Tracer
 
 	mu    sync.Mutex
@@ -48,9 +51,9 @@ type Publisher struct {
 
 // IngestStats counts what a publisher did.
 type IngestStats struct {
-	Published int            `json:"published"`
-	Labeled   int            `json:"labeled"`
-	Rejected  map[Reason]int `json:"rejected"`
+	Published int                 `json:"published"`
+	Labeled   int                 `json:"labeled"`
+	Rejected  map[wire.Reason]int `json:"rejected"`
 }
 
 // NewPublisher returns a publisher writing to the configured brokers.
@@ -61,13 +64,13 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if cfg.LabelFraction < 0 || cfg.LabelFraction > 1 {
 		return nil, fmt.Errorf("publisher: label fraction %v outside [0,1]", cfg.LabelFraction)
 	}
-	cfg.Obs = cfg.Obs.withDefaults()
-	v, err := NewValidator(cfg.MaxMessageBytes)
+	cfg.Obs = cfg.Obs.WithDefaults()
+	v, err := wire.NewValidator(cfg.MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, w: NewWriter(cfg.Brokers), validator: v, tracer: cfg.Obs.Tracer.Tracer(instrumentation),
-		stats: IngestStats{Rejected: map[Reason]int{}}}, nil
+	return &Publisher{cfg: cfg, w: kafkaio.NewWriter(cfg.Brokers), validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
+		stats: IngestStats{Rejected: map[wire.Reason]int{}}}, nil
 }
 
 // Close flushes and closes the producer.
@@ -78,7 +81,7 @@ func (p *Publisher) Stats() IngestStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Rejected = make(map[Reason]int, len(p.stats.Rejected))
+	s.Rejected = make(map[wire.Reason]int, len(p.stats.Rejected))
 	for k, v := range p.stats.Rejected {
 		s.Rejected[k] = v
 	}
@@ -91,43 +94,27 @@ func (p *Publisher) KeepLabels(id string) bool {
 	if p.cfg.LabelFraction >= 1 {
 		return true
 	}
-	h := fnv.New64a()
-	h.Write([]byte(strconv.FormatInt(p.cfg.Seed, 10)))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	return float64(mix64(h.Sum64())>>11)/(1<<53) < p.cfg.LabelFraction
-}
-
-// mix64 is the splitmix64 finalizer: FNV's high bits barely change between
-// ids that differ in their last characters, and the fraction test reads the
-// high bits.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return sample.Unit(strconv.FormatInt(p.cfg.Seed, 10), id) < p.cfg.LabelFraction
 }
 
 // Rejection is a bag that was not published.
 type Rejection struct {
-	Index  int    `json:"index"`
-	ID     string `json:"id,omitempty"`
-	Reason Reason `json:"reason"`
-	Error  string `json:"error"`
+	Index  int         `json:"index"`
+	ID     string      `json:"id,omitempty"`
+	Reason wire.Reason `json:"reason"`
+	Error  string      `json:"error"`
 }
 
 // PublishDataset publishes bags of a dataset (in order), applying the label
 // fraction, and waits for the acknowledgements.
 func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []mil.Bag) ([]Rejection, error) {
-	msgs := make([]BagMessage, len(bags))
+	msgs := make([]wire.BagMessage, len(bags))
 	for i := range bags {
 		b := bags[i]
 		if b.Labels != nil && !p.KeepLabels(b.ID) {
 			b.Labels = nil
 		}
-		msgs[i] = NewBagMessage(&b, ds.Name, ds.Dim, ds.Classes, p.cfg.WithInstanceLabels)
+		msgs[i] = wire.NewBagMessage(&b, ds.Name, ds.Dim, ds.Classes, p.cfg.WithInstanceLabels)
 	}
 	raws := make([][]byte, len(msgs))
 	for i := range msgs {
@@ -152,20 +139,20 @@ func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection,
 		sctx, span := p.tracer.Start(ctx, "ingest", trace.WithSpanKind(trace.SpanKindProducer))
 		bm, err := p.validator.DecodeBag(raw)
 		if err != nil {
-			reason, _ := ReasonOf(err)
+			reason, _ := wire.ReasonOf(err)
 			span.RecordError(err)
 			span.SetStatus(codes.Error, string(reason))
 			span.End()
 			rejected = append(rejected, Rejection{Index: i, Reason: reason, Error: err.Error()})
 			if p.cfg.Topics.DeadLetter != "" {
-				out = append(out, kafka.Message{Topic: p.cfg.Topics.DeadLetter, Value: encodeDeadLetter(StageIngest, reason, err, "", "", 0, -1, raw),
-					Headers: messageHeaders(ctx, p.cfg.Obs.Propagator)})
+				out = append(out, kafka.Message{Topic: p.cfg.Topics.DeadLetter, Value: wire.EncodeDeadLetter(wire.StageIngest, reason, err, "", "", 0, -1, raw),
+					Headers: kafkaio.Headers(ctx, p.cfg.Obs.Propagator)})
 			}
 			continue
 		}
 		span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
 			attribute.Int("bag.instances", len(bm.Instances)))
-		h := messageHeaders(sctx, p.cfg.Obs.Propagator)
+		h := kafkaio.Headers(sctx, p.cfg.Obs.Propagator)
 		out = append(out, kafka.Message{Topic: p.cfg.Topics.Annotate, Key: []byte(bm.ID), Value: raw, Headers: h})
 		if bm.Labels != nil && p.cfg.Topics.Train != "" {
 			labeled++
@@ -173,7 +160,7 @@ func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection,
 		}
 		spans = append(spans, span)
 	}
-	err := writeAcked(ctx, p.w, out)
+	err := kafkaio.WriteAcked(ctx, p.w, out)
 	for _, s := range spans {
 		if err != nil {
 			s.RecordError(err)

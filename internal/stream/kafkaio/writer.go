@@ -1,4 +1,9 @@
-package stream
+// Package kafkaio is the pipeline's Kafka plumbing, shared by the services:
+// the producer settings and the acknowledged write, explicit topic
+// creation, the message headers (schema version and W3C trace context),
+// the observer's tail of a topic, and kafka-go's logging routed to slog.
+// It holds no service logic.
+package kafkaio
 
 import (
 	"context"
@@ -25,16 +30,16 @@ func NewWriter(brokers []string) *kafka.Writer {
 		BatchSize:    1000,
 		BatchBytes:   16 << 20,
 		MaxAttempts:  5,
-		// Topics are created explicitly (broker.EnsureTopics).
+		// Topics are created explicitly (EnsureTopics).
 		AllowAutoTopicCreation: false,
 	}
 }
 
-// writeAcked writes msgs and retries transient failures until they are all
+// WriteAcked writes msgs and retries transient failures until they are all
 // acknowledged or ctx ends. kafka-go reports per-message failures in a
 // WriteErrors; only the failed messages are retried, so an acknowledged
 // message is never written twice by this loop.
-func writeAcked(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) error {
+func WriteAcked(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) error {
 	backoff := 50 * time.Millisecond
 	for attempt := 0; len(msgs) > 0; attempt++ {
 		err := w.WriteMessages(ctx, msgs...)

@@ -1,9 +1,8 @@
-package service
+package retrain
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -11,155 +10,247 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
 
-// fitFlags are the model settings shared by serve and fit.
-type fitFlags struct {
-	kind          string
-	params        cli.StringList
-	seed          int64
-	workers       int
-	subset, prune float64
+// FitConfig is the model settings shared by serve and fit.
+type FitConfig struct {
+	Kind    string
+	Params  cli.StringList // key=value
+	Seed    int64
+	Workers int
+	// Subset and Prune set the parameters of the same names when > 0.
+	Subset, Prune float64
 }
 
-func (f *fitFlags) register(fs *flag.FlagSet, kinds *models.Registry) {
-	fs.StringVar(&f.kind, "model", "orlr", "model `kind` (known: "+strings.Join(kinds.Names(), ", ")+")")
-	fs.Var(&f.params, "param", "model parameter `key=value` (repeatable)")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of the fit")
-	fs.IntVar(&f.workers, "workers", 0, "fit parallelism (0: all cores)")
-	fs.Float64Var(&f.subset, "subset", 0, "stochastic-subset strategy: fraction of bags per EM iteration (sets --param subset; 0: model default)")
-	fs.Float64Var(&f.prune, "prune", 0, "pruning strategy: fraction of the costliest bags dropped (sets --param prune; 0: model default)")
+// DefaultFitConfig returns the defaults of the model flags.
+func DefaultFitConfig() FitConfig { return FitConfig{Kind: "orlr", Seed: 1} }
+
+func (f *FitConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
+	fs.StringVar(&f.Kind, "model", f.Kind, "model `kind` (known: "+strings.Join(kinds.Names(), ", ")+")")
+	fs.Var(&f.Params, "param", "model parameter `key=value` (repeatable)")
+	fs.Int64Var(&f.Seed, "seed", f.Seed, "seed of the fit")
+	fs.IntVar(&f.Workers, "workers", f.Workers, "fit parallelism (0: all cores)")
+	fs.Float64Var(&f.Subset, "subset", f.Subset, "stochastic-subset strategy: fraction of bags per EM iteration (sets --param subset; 0: model default)")
+	fs.Float64Var(&f.Prune, "prune", f.Prune, "pruning strategy: fraction of the costliest bags dropped (sets --param prune; 0: model default)")
 }
 
-func (f *fitFlags) modelParams() (models.Params, error) {
+// ModelParams returns the parameters of the fit: --param pairs in order
+// (a later one wins), then --subset and --prune. A malformed pair is a
+// usage error.
+func (f FitConfig) ModelParams() (models.Params, error) {
 	p := models.Params{}
-	for _, kv := range f.params {
+	for _, kv := range f.Params {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--param %q: want key=value", kv)
+			return nil, cli.Usagef("--param %q: want key=value", kv)
 		}
 		p[k] = v
 	}
-	if f.subset > 0 {
-		p["subset"] = strconv.FormatFloat(f.subset, 'g', -1, 64)
+	if f.Subset > 0 {
+		p["subset"] = strconv.FormatFloat(f.Subset, 'g', -1, 64)
 	}
-	if f.prune > 0 {
-		p["prune"] = strconv.FormatFloat(f.prune, 'g', -1, 64)
+	if f.Prune > 0 {
+		p["prune"] = strconv.FormatFloat(f.Prune, 'g', -1, 64)
 	}
 	return p, nil
 }
 
-// RunRetrainerServe runs `retrainer serve`: follow the training topic,
-// refit, evaluate and promote until ctx ends.
-func RunRetrainerServe(ctx context.Context, env Env, args []string) error {
+// check resolves the kind and the parameters; an unknown kind or a
+// malformed parameter is a usage error.
+func (f FitConfig) check(kinds *models.Registry) (models.Kind, models.Params, error) {
+	params, err := f.ModelParams()
+	if err != nil {
+		return models.Kind{}, nil, err
+	}
+	kind, err := kinds.Lookup(f.Kind)
+	if err != nil {
+		return models.Kind{}, nil, cli.Usage(err)
+	}
+	return kind, params, nil
+}
+
+// ServeConfig is the settings of `retrainer serve`, one field per flag.
+type ServeConfig struct {
+	Kafka        service.Kafka
+	Redis        redisflag.Config
+	Telemetry    service.Telemetry
+	Fit          FitConfig
+	Window       int
+	Every        int
+	Interval     time.Duration
+	MinBags      int
+	HoldOut      float64
+	Margin       float64
+	Warm         bool
+	KeepVersions int
+	// Listen is the address of /healthz, /refits and /metrics (empty:
+	// none).
+	Listen string
+}
+
+// DefaultServeConfig returns the defaults of the serve flags.
+func DefaultServeConfig() ServeConfig {
+	return ServeConfig{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
+		Fit: DefaultFitConfig(), Window: 5000, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
+		KeepVersions: 20, Listen: ":8081"}
+}
+
+func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
+	c.Kafka.Register(fs)
+	c.Redis.Register(fs)
+	c.Telemetry.Register(fs)
+	c.Fit.register(fs, kinds)
+	fs.IntVar(&c.Window, "window", c.Window, "bags kept in the training window")
+	fs.IntVar(&c.Every, "every", c.Every, "refit after this many new bags (0: off)")
+	fs.DurationVar(&c.Interval, "interval", c.Interval, "refit on this schedule when new bags arrived (0: off)")
+	fs.IntVar(&c.MinBags, "min-bags", c.MinBags, "smallest window worth fitting")
+	fs.Float64Var(&c.HoldOut, "holdout", c.HoldOut, "fraction of the window held out for the promotion decision")
+	fs.Float64Var(&c.Margin, "margin", c.Margin, "promote when the held-out Hamming loss is at most the current one plus this")
+	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
+	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz and /metrics (empty: none)")
+}
+
+// ServeCommand is `retrainer serve`: follow the training topic, refit,
+// evaluate and promote until ctx ends.
+func ServeCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
 	fs := cli.NewFlagSet("retrainer-serve", `Usage: retrainer serve --brokers HOST:PORT --model KIND [flags]
 
 Follows the training topic into a bounded window (rebuilt from the topic on
 restart), refits every --every new bags and/or every --interval, evaluates
 the candidate against the current model on a held-out slice of the window,
 and promotes it when its Hamming loss is not worse by more than --margin.`, env.Stderr)
-	var kf kafkaFlags
-	var rf redisFlags
-	var tf telemetryFlags
-	var ff fitFlags
-	kf.register(fs)
-	rf.register(fs)
-	tf.register(fs)
-	ff.register(fs, env.Kinds)
-	window := fs.Int("window", 5000, "bags kept in the training window")
-	every := fs.Int("every", 200, "refit after this many new bags (0: off)")
-	interval := fs.Duration("interval", 0, "refit on this schedule when new bags arrived (0: off)")
-	minBags := fs.Int("min-bags", 50, "smallest window worth fitting")
-	holdout := fs.Float64("holdout", 0.2, "fraction of the window held out for the promotion decision")
-	margin := fs.Float64("margin", 0.005, "promote when the held-out Hamming loss is at most the current one plus this")
-	warm := fs.Bool("warm", true, "warm-start from the current model")
-	keep := fs.Int("keep-versions", 20, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
-	listen := fs.String("listen", ":8081", "HTTP `address` of /healthz and /metrics (empty: none)")
-	if err := parse(fs, args); err != nil {
+	cfg := DefaultServeConfig()
+	cfg.register(fs, kinds)
+	if err := service.ParseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := kf.check(); err != nil {
+	if err := cfg.Kafka.Check(); err != nil {
 		return err
 	}
-	params, err := ff.modelParams()
-	if err != nil {
+	if _, _, err := cfg.Fit.check(kinds); err != nil {
 		return err
 	}
-	log, prov, stop, err := start(ctx, env, "retrainer", &kf, &tf)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	rdb, err := rf.connect(ctx, log)
+	s, err := NewServe(ctx, env, kinds, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil // stopped during start-up (waiting for Redis, say)
 		}
 		return err
 	}
-	defer rdb.Close()
-	r, err := stream.NewRetrainer(stream.RetrainerConfig{
-		Brokers: kf.brokers, Topic: kf.topics.Train, Kinds: env.Kinds, Kind: ff.kind, Params: params, Seed: ff.seed,
-		Store: featurestore.NewRegistry(rdb, rf.registryPrefix), Window: *window, Every: *every, Interval: *interval,
-		MinBags: *minBags, HoldOut: *holdout, Margin: *margin, Warm: *warm, KeepVersions: *keep, Workers: ff.workers, Obs: observability(prov, log),
+	defer s.Close()
+	return s.Run(ctx)
+}
+
+// Service is a started retrainer service: the retrainer, its Redis client,
+// logger and telemetry. The command and the demo build it with NewServe.
+type Service struct {
+	cfg    ServeConfig
+	rt     *service.Runtime
+	rdb    *redis.Client
+	r      *Retrainer
+	params models.Params
+}
+
+// NewServe starts the service: logger, telemetry and topics, then Redis
+// (waiting for it until ctx ends), then the retrainer.
+func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg ServeConfig) (*Service, error) {
+	_, params, err := cfg.Fit.check(kinds)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := service.Start(ctx, env, "retrainer", cfg.Kafka, cfg.Telemetry)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	r, err := NewRetrainer(RetrainerConfig{
+		Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topics.Train, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Window: cfg.Window, Every: cfg.Every, Interval: cfg.Interval,
+		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
+		Workers: cfg.Fit.Workers, Obs: rt.Obs(),
 	})
 	if err != nil {
-		return err
+		rdb.Close()
+		rt.Close()
+		return nil, err
 	}
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, r: r, params: params}, nil
+}
+
+// Retrainer returns the service's retrainer.
+func (s *Service) Retrainer() *Retrainer { return s.r }
+
+// Params returns the model parameters the retrainer fits with.
+func (s *Service) Params() models.Params { return s.params }
+
+// Handler serves /healthz, /refits (the refits so far, as JSON) and
+// /metrics.
+func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /refits", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(r.Results())
+		_ = json.NewEncoder(w).Encode(s.r.Results())
 	})
-	mux.Handle("GET /metrics", prov.MetricsHandler)
-	stopHTTP, err := serveHTTP(*listen, mux, log)
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-	return r.Run(ctx)
+	mux.Handle("GET /metrics", s.rt.Telemetry.MetricsHandler)
+	return mux
 }
 
-// RunFit runs `retrainer fit`: fit a model on a dataset file and publish it
-// as a new version in the registry (and make it current with --promote).
-func RunFit(ctx context.Context, env Env, args []string) error {
+// Run follows, refits and promotes until ctx ends, and serves Handler on
+// the listen address, as one group (service.Run).
+func (s *Service) Run(ctx context.Context) error {
+	return service.Run(ctx, s.rt.Log, s.r.Run, service.Server{Addr: s.cfg.Listen, Handler: s.Handler()})
+}
+
+// Close closes the Redis client and the telemetry.
+func (s *Service) Close() {
+	s.rdb.Close()
+	s.rt.Close()
+}
+
+// FitCommand is `retrainer fit`: fit a model on a dataset file and publish
+// it as a new version in the registry (and make it current with --promote).
+func FitCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
 	fs := cli.NewFlagSet("retrainer-fit", `Usage: retrainer fit --data PATH --model KIND [--promote] [flags]
 
 Fits a model on a dataset file (any format the loaders read) and stores it as
 a new immutable version in the Redis model registry; --promote makes it the
 current version served by the annotators.`, env.Stderr)
-	var rf redisFlags
-	var ff fitFlags
-	rf.register(fs)
-	ff.register(fs, env.Kinds)
+	rc := redisflag.Default()
+	ff := DefaultFitConfig()
+	rc.Register(fs)
+	ff.register(fs, kinds)
 	data := fs.String("data", "", "dataset `file`")
 	promote := fs.Bool("promote", false, "make the new version current")
-	if err := parse(fs, args); err != nil {
+	if err := service.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *data == "" {
-		return errors.New("--data is required")
+		return cli.Usagef("--data is required")
 	}
-	params, err := ff.modelParams()
+	kind, params, err := ff.check(kinds)
 	if err != nil {
 		return err
 	}
-	kind, err := env.Kinds.Lookup(ff.kind)
-	if err != nil {
-		return err
-	}
-	log := env.logger(0).With("service", "retrainer-fit")
+	log := env.Logger(0).With("service", "retrainer-fit")
 	ds, err := dataset.Load(*data)
 	if err != nil {
 		return err
 	}
-	o, err := rf.options()
+	o, err := rc.Options()
 	if err != nil {
 		return err
 	}
@@ -168,11 +259,11 @@ current version served by the annotators.`, env.Stderr)
 		return err
 	}
 	defer rdb.Close()
-	reg := featurestore.NewRegistry(rdb, rf.registryPrefix)
+	reg := featurestore.NewRegistry(rdb, rc.RegistryPrefix)
 	start := time.Now()
-	m, err := kind.Fit(ctx, ds, models.FitOptions{Seed: ff.seed, Params: params, Workers: ff.workers})
+	m, err := kind.Fit(ctx, ds, models.FitOptions{Seed: ff.Seed, Params: params, Workers: ff.Workers})
 	if err != nil {
-		return fmt.Errorf("fit %s on %s: %w", ff.kind, *data, err)
+		return fmt.Errorf("fit %s on %s: %w", ff.Kind, *data, err)
 	}
 	fitTime := time.Since(start)
 	blob, err := models.Encode(m)

@@ -1,11 +1,10 @@
-package stream
+package retrain
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"math"
 	"slices"
@@ -16,11 +15,15 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/metrics"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/sample"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
 // RetrainStore is the part of the model registry the retrainer uses.
@@ -67,7 +70,7 @@ type RetrainerConfig struct {
 	// the rollback history. 0 keeps every version.
 	KeepVersions int
 	Workers      int
-	Obs          Observability
+	Obs          service.Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -132,7 +135,7 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	if cfg.KeepVersions < 0 {
 		return nil, fmt.Errorf("retrainer: KeepVersions %d < 0", cfg.KeepVersions)
 	}
-	cfg.Obs = cfg.Obs.withDefaults()
+	cfg.Obs = cfg.Obs.WithDefaults()
 	r := &Retrainer{cfg: cfg, bags: map[string]windowBag{}, offsets: map[int]int64{}}
 	if err := r.initMetrics(); err != nil {
 		return nil, fmt.Errorf("retrainer metrics: %w", err)
@@ -141,7 +144,7 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 }
 
 func (r *Retrainer) initMetrics() error {
-	mt := r.cfg.Obs.Meter.Meter(instrumentation)
+	mt := r.cfg.Obs.Meter.Meter(service.Instrumentation)
 	var errs []error
 	var err error
 	r.refits, err = mt.Int64Counter("mimlstream.retrainer.refits", metric.WithDescription("Refits, by outcome (promoted or not)."))
@@ -189,7 +192,7 @@ func (r *Retrainer) Results() []RefitResult {
 
 // add puts a training message into the window; invalid ones are skipped
 // (the annotator dead-letters the same bag from the annotate topic).
-func (r *Retrainer) add(m kafka.Message, v *Validator) {
+func (r *Retrainer) add(m kafka.Message, v *wire.Validator) {
 	bm, err := v.DecodeBag(m.Value)
 	if err != nil || bm.Labels == nil {
 		r.cfg.Obs.Logger.Debug("skipping training message", "partition", m.Partition, "offset", m.Offset, "err", err)
@@ -211,10 +214,11 @@ func (r *Retrainer) add(m kafka.Message, v *Validator) {
 }
 
 // Run rebuilds the window from the topic, then follows it and refits until
-// ctx ends.
+// ctx ends; it then returns nil. A partition follower that cannot start
+// stops it with the error (a transient read error is retried).
 func (r *Retrainer) Run(ctx context.Context) error {
 	log := r.cfg.Obs.Logger
-	v, err := NewValidator(0)
+	v, err := wire.NewValidator(0)
 	if err != nil {
 		return err
 	}
@@ -223,18 +227,18 @@ func (r *Retrainer) Run(ctx context.Context) error {
 		return err
 	}
 	msgs := make(chan kafka.Message, 1024)
-	var wg sync.WaitGroup
-	rctx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); wg.Wait() }()
+	g, gctx := errgroup.WithContext(ctx)
 	for p, off := range starts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.follow(rctx, p, off, msgs)
-		}()
+		g.Go(func() error { return r.follow(gctx, p, off, msgs) })
 	}
 	log.Info("retrainer following", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
+	g.Go(func() error { return r.consume(gctx, v, msgs) })
+	return g.Wait()
+}
 
+// consume adds the followed messages to the window and refits, until ctx
+// ends.
+func (r *Retrainer) consume(ctx context.Context, v *wire.Validator, msgs <-chan kafka.Message) error {
 	var tick <-chan time.Time
 	if r.cfg.Interval > 0 {
 		t := time.NewTicker(r.cfg.Interval)
@@ -314,39 +318,39 @@ func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
 	return starts, nil
 }
 
-// follow reads one partition from off onwards into out.
-func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out chan<- kafka.Message) {
+// follow reads one partition from off onwards into out until ctx ends.
+// Read errors are retried; a reader that cannot be positioned is an error.
+func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out chan<- kafka.Message) error {
 	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Topic: r.cfg.Topic, Partition: partition,
 		MinBytes: 1, MaxBytes: 64 << 20, MaxWait: 200 * time.Millisecond})
 	defer rd.Close()
 	if err := rd.SetOffset(off); err != nil {
-		r.cfg.Obs.Logger.Error("set offset", "partition", partition, "err", err)
-		return
+		return fmt.Errorf("follow partition %d of %s from offset %d: %w", partition, r.cfg.Topic, off, err)
 	}
 	for {
 		m, err := rd.ReadMessage(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				r.cfg.Obs.Logger.Warn("read training topic", "partition", partition, "err", err)
-				time.Sleep(time.Second)
-				continue
+			if ctx.Err() != nil {
+				return nil
 			}
-			return
+			r.cfg.Obs.Logger.Warn("read training topic", "partition", partition, "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+			continue
 		}
 		select {
 		case out <- m:
 		case <-ctx.Done():
-			return
+			return nil
 		}
 	}
 }
 
 // heldOut reports whether a bag belongs to the held-out slice.
-func heldOut(id string, frac float64) bool {
-	h := fnv.New64a()
-	h.Write([]byte("holdout\x00" + id))
-	return float64(mix64(h.Sum64())>>11)/(1<<53) < frac
-}
+func heldOut(id string, frac float64) bool { return sample.Unit("holdout", id) < frac }
 
 // snapshot returns the window as train and held-out datasets over the
 // vocabulary of the newest bag (bags over another vocabulary or dimension,
@@ -533,7 +537,7 @@ func Evaluate(ctx context.Context, m models.Model, test *mil.Dataset) (map[strin
 // retry runs fn until it succeeds, ctx ends, or it fails with an error
 // that retrying cannot fix (a corrupt blob). It backs off up to 5 s and
 // logs each failure: a Redis outage makes the retrainer wait, not exit.
-func retry(ctx context.Context, obs Observability, what string, fn func() error) error {
+func retry(ctx context.Context, obs service.Observability, what string, fn func() error) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := fn()

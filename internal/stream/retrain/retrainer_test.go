@@ -1,4 +1,4 @@
-package stream
+package retrain
 
 import (
 	"context"
@@ -14,9 +14,14 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/metrics"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
-	"github.com/mimlstream/mimlstream/internal/telemetry"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 )
 
 func TestHeldOutIsStableAndProportional(t *testing.T) {
@@ -34,22 +39,37 @@ func TestHeldOutIsStableAndProportional(t *testing.T) {
 	if d := in - n/5; d < -283 || d > 283 {
 		t.Errorf("held out %d of %d, want about %d", in, n, n/5)
 	}
-	p := &Publisher{cfg: PublisherConfig{LabelFraction: 0.3, Seed: 7}}
-	kept := 0
-	for i := range n {
-		if p.KeepLabels(fmt.Sprintf("bag-%d", i)) {
-			kept++
-		}
-	}
-	if d := kept - 3*n/10; d < -324 || d > 324 { // sd 64.8
-		t.Errorf("label fraction 0.3 kept %d of %d", kept, n)
-	}
+}
+
+// harness is a broker, an in-process Redis with a model registry, and the
+// topics of one test.
+type harness struct {
+	t       *testing.T
+	brokers []string
+	topics  wire.Topics
+	reg     *featurestore.Registry
+	kinds   *models.Registry
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 3, topics.All()...)
+	_, rdb, _ := streamtest.StartRedis(t)
+	return &harness{t: t, brokers: brokers, topics: topics, reg: featurestore.NewRegistry(rdb, "t"),
+		kinds: models.NewRegistry(streamtest.CentroidKind())}
+}
+
+// publishModel fits the centroid model on ds and makes it current.
+func (h *harness) publishModel(ds *mil.Dataset, params models.Params) string {
+	h.t.Helper()
+	return streamtest.PublishModel(h.t, h.reg, ds, params)
 }
 
 func (h *harness) retrainer(mutate func(*RetrainerConfig)) *Retrainer {
 	h.t.Helper()
 	cfg := RetrainerConfig{Brokers: h.brokers, Topic: h.topics.Train, Kinds: h.kinds, Kind: streamtest.KindName, Store: h.reg,
-		Every: 30, MinBags: 20, HoldOut: 0.25, Margin: 0.01, Warm: true, Obs: Observability{Logger: testLogger(h.t)}}
+		Every: 30, MinBags: 20, HoldOut: 0.25, Margin: 0.01, Warm: true, Obs: service.Observability{Logger: streamtest.Logger(h.t)}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -64,8 +84,8 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds := smallDataset(90)
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
+	ds := streamtest.SmallDataset(90)
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +94,7 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	prov, _ := telemetry.NewTestProviders()
+	prov, _ := telemetrytest.NewProviders()
 	r := h.retrainer(func(c *RetrainerConfig) { c.Obs.Meter = prov.Meter })
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -120,15 +140,15 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 func TestRetrainerRefusesWorseCandidate(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	ds := smallDataset(60)
+	ds := streamtest.SmallDataset(60)
 	good := h.publishModel(ds, nil)
-	pub, err := NewPublisher(PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pub.Close()
 	// Training bags whose labels are all wrong produce a worse candidate.
-	bad := smallDataset(60)
+	bad := streamtest.SmallDataset(60)
 	for i := range bad.Bags {
 		var flipped []int
 		for c := range 3 {
@@ -168,7 +188,7 @@ func TestRetrainerRefusesWorseCandidate(t *testing.T) {
 }
 
 func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
-	topics := DefaultTopics()
+	topics := wire.DefaultTopics()
 	h := newHarness(t)
 	addr, _, _ := streamtest.StartRedis(t)
 	proxy, err := streamtest.NewProxy(addr)
@@ -184,12 +204,12 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 	reg := featurestore.NewRegistry(rdb, "r")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds := smallDataset(40)
-	w := NewWriter(h.brokers)
+	ds := streamtest.SmallDataset(40)
+	w := kafkaio.NewWriter(h.brokers)
 	defer w.Close()
 	var msgs []kafka.Message
 	for i := range ds.Bags {
-		raw, _ := json.Marshal(NewBagMessage(&ds.Bags[i], "toy", 2, ds.Classes, false))
+		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], "toy", 2, ds.Classes, false))
 		msgs = append(msgs, kafka.Message{Topic: topics.Train, Key: []byte(ds.Bags[i].ID), Value: raw})
 	}
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
@@ -236,8 +256,8 @@ func survivors(ids []string, keep int, protected map[string]bool) []string {
 // KeepVersions after promotions, never losing current, previous or the
 // rollback history, and that an unpromoted refit prunes nothing.
 func TestRetrainerPrunesAfterPromotion(t *testing.T) {
-	ds := smallDataset(60)
-	v, err := NewValidator(0)
+	ds := streamtest.SmallDataset(60)
+	v, err := wire.NewValidator(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +298,7 @@ func TestRetrainerPrunesAfterPromotion(t *testing.T) {
 			current := "v1"
 			r := h.retrainer(func(c *RetrainerConfig) { c.KeepVersions = tc.keep })
 			for i := range ds.Bags {
-				raw, _ := json.Marshal(NewBagMessage(&ds.Bags[i], "toy", ds.Dim, ds.Classes, false))
+				raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], "toy", ds.Dim, ds.Classes, false))
 				r.add(kafka.Message{Key: []byte(ds.Bags[i].ID), Value: raw, Offset: int64(i)}, v)
 			}
 			for i, margin := range tc.margins {

@@ -1,4 +1,4 @@
-package stream
+package wire
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // docSeeds are documents on both sides of every branch of the fast path.
@@ -21,7 +24,7 @@ func docSeeds(t testing.TB) []string {
 		`{"schema_version":1,"id":"b","dim":2,"instances":[[1,2],[3,"NaN"]],"labels":null}`,
 		`{"schema_version":1,"id":"b","dim":1,"instances":[[1e999]]}`,
 	}
-	ds := smallDataset(4)
+	ds := streamtest.SmallDataset(4)
 	for i := range ds.Bags {
 		ds.Bags[i].Instances[0][0] = 1e-7 // exponent form
 		raw, err := json.Marshal(NewBagMessage(&ds.Bags[i], "toy", ds.Dim, ds.Classes, true))
@@ -65,7 +68,7 @@ func TestDecodeDocumentMatchesReference(t *testing.T) {
 		}
 	}
 	// The wire form of a bag must take the fast path, or it is no faster.
-	ds := smallDataset(3)
+	ds := streamtest.SmallDataset(3)
 	raw, _ := json.Marshal(NewBagMessage(&ds.Bags[0], "toy", ds.Dim, ds.Classes, true))
 	if !checkDocument(t, raw) {
 		t.Errorf("a bag message took the slow path: %s", raw)
@@ -76,10 +79,37 @@ func TestDecodeDocumentMatchesReference(t *testing.T) {
 	t.Logf("%d seeds on the fast path", fast)
 }
 
-// FuzzDecodeDocument: go test -run '^$' -fuzz FuzzDecodeDocument -fuzztime 30s ./internal/stream/
+// FuzzDecodeDocument: go test -run '^$' -fuzz FuzzDecodeDocument -fuzztime 30s ./internal/stream/wire/
 func FuzzDecodeDocument(f *testing.F) {
 	for _, s := range docSeeds(f) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { checkDocument(t, raw) })
+}
+
+// BenchmarkDecodeDocument measures the decoding of MSCV2 bag messages by
+// the fast path against the reference decoder it replaces.
+func BenchmarkDecodeDocument(b *testing.B) {
+	ds, err := dataset.Load("../../../testdata/mscv2/MSCV2.mat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raws := make([][]byte, len(ds.Bags))
+	for i := range ds.Bags {
+		raws[i], _ = json.Marshal(NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, false))
+	}
+	b.Run("decode", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := decodeDocument(raws[i%len(raws)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-reference", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := jsonschema.UnmarshalJSON(bytes.NewReader(raws[i%len(raws)])); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package stream
+package wire
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
-	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/schemas"
 )
 
@@ -26,11 +25,14 @@ type RejectError struct {
 func (e *RejectError) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
 func (e *RejectError) Unwrap() error { return e.Err }
 
-func reject(r Reason, err error) *RejectError { return &RejectError{Reason: r, Err: err} }
+// Reject returns err as an input error with its dead-letter reason.
+func Reject(r Reason, err error) *RejectError { return &RejectError{Reason: r, Err: err} }
 
-// ReasonOf classifies an error: a RejectError keeps its reason; the mil and
-// models input errors map to theirs; anything else is not an input error
-// (ok false) and must not be dead-lettered.
+// ReasonOf classifies an error: a RejectError keeps its reason; the mil
+// input errors map to theirs; anything else is not an input error of the
+// wire format (ok false). The annotator adds the model contract's input
+// errors on top (annotate.reasonOf); this package does not depend on the
+// models, so ingest links none of their code.
 func ReasonOf(err error) (Reason, bool) {
 	var re *RejectError
 	switch {
@@ -38,8 +40,6 @@ func ReasonOf(err error) (Reason, bool) {
 		return "", false
 	case errors.As(err, &re):
 		return re.Reason, true
-	case errors.Is(err, models.ErrLabelSetTooLarge):
-		return ReasonLabelSetTooLarge, true
 	case errors.Is(err, mil.ErrEmptyBag):
 		return ReasonEmptyBag, true
 	case errors.Is(err, mil.ErrDimension):
@@ -48,8 +48,6 @@ func ReasonOf(err error) (Reason, bool) {
 		return ReasonNonFinite, true
 	case errors.Is(err, mil.ErrLabelRange), errors.Is(err, mil.ErrLabelOrder), errors.Is(err, mil.ErrInstanceMeta):
 		return ReasonLabels, true
-	case errors.Is(err, models.ErrBadInput):
-		return ReasonBadInput, true
 	}
 	return "", false
 }
@@ -80,18 +78,18 @@ func (v *Validator) Schemas() *schemas.Set { return v.schemas }
 // generic schema violation; "NaN" as a string is "non_finite").
 func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	if v.maxBytes > 0 && len(raw) > v.maxBytes {
-		return nil, reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), v.maxBytes))
+		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), v.maxBytes))
 	}
 	doc, err := decodeDocument(raw)
 	if err != nil {
-		return nil, reject(ReasonMalformedJSON, err)
+		return nil, Reject(ReasonMalformedJSON, err)
 	}
 	instances, err := precheck(doc)
 	if err != nil {
 		return nil, err
 	}
 	if err := v.schemas.Bag.Validate(doc); err != nil {
-		return nil, reject(ReasonSchema, flattenSchemaError(err))
+		return nil, Reject(ReasonSchema, flattenSchemaError(err))
 	}
 	// The document is already parsed and its shape checked: build the
 	// message from it rather than parsing the bytes a second time.
@@ -99,14 +97,14 @@ func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
 	if err != nil {
 		// Only a value the Go types cannot hold remains (an integer
 		// overflowing int, say).
-		return nil, reject(ReasonSchema, err)
+		return nil, Reject(ReasonSchema, err)
 	}
 	if err := m.Bag().Validate(m.Dim, len(m.Classes)); err != nil {
 		r, _ := ReasonOf(err)
-		return nil, reject(r, err)
+		return nil, Reject(r, err)
 	}
 	if m.Labels != nil && len(m.Classes) == 0 {
-		return nil, reject(ReasonLabels, errors.New("labels without a class vocabulary"))
+		return nil, Reject(ReasonLabels, errors.New("labels without a class vocabulary"))
 	}
 	return m, nil
 }
@@ -193,7 +191,7 @@ func precheck(doc any) ([][]float64, error) {
 		return nil, nil
 	}
 	if len(insts) == 0 {
-		return nil, reject(ReasonEmptyBag, mil.ErrEmptyBag)
+		return nil, Reject(ReasonEmptyBag, mil.ErrEmptyBag)
 	}
 	numeric, total := true, 0
 	for _, row := range insts {
@@ -230,7 +228,7 @@ func precheck(doc any) ([][]float64, error) {
 			}
 			f, err := strconv.ParseFloat(s, 64)
 			if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
-				return nil, reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
+				return nil, Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
 			}
 			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				numeric = false // not a number (a string the schema rejects)

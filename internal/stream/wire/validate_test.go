@@ -1,4 +1,4 @@
-package stream
+package wire
 
 import (
 	"encoding/json"
@@ -199,9 +199,9 @@ func TestReasonOf(t *testing.T) {
 		want Reason
 		ok   bool
 	}{
-		{fmt.Errorf("x: %w", models.ErrLabelSetTooLarge), ReasonLabelSetTooLarge, true},
-		{fmt.Errorf("x: %w", models.ErrBadInput), ReasonBadInput, true},
 		{fmt.Errorf("x: %w", mil.ErrDimension), ReasonDimension, true},
+		{fmt.Errorf("x: %w", mil.ErrNonFinite), ReasonNonFinite, true},
+		{Reject(ReasonOversize, fmt.Errorf("big")), ReasonOversize, true},
 		{fmt.Errorf("redis down"), "", false},
 		{nil, "", false},
 	}
@@ -222,7 +222,7 @@ func TestDecodeBagRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := dataset.Load("../../testdata/mscv2/MSCV2.mat")
+	ds, err := dataset.Load("../../../testdata/mscv2/MSCV2.mat")
 	if err != nil {
 		t.Fatal(err)
 	}

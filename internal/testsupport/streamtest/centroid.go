@@ -1,7 +1,11 @@
-// Package streamtest provides a small but real model kind for testing the
-// pipeline without depending on any paper's model: a weakly supervised
-// nearest-centroid classifier. It implements the models contract and the
-// stream.FeatureMapper interface, so it exercises the feature cache too.
+// Package streamtest holds the helpers shared by the tests of the pipeline's
+// packages and the end-to-end tests: an embedded broker and Redis per test,
+// a TCP proxy that takes a dependency down and up, polling helpers, a toy
+// dataset, the check of a command's exit codes, and a small but real model
+// kind that depends on no paper's model: a weakly supervised
+// nearest-centroid classifier. The kind implements the models contract and
+// the annotator's FeatureMapper capability, so it exercises the feature
+// cache too. Only tests import this package.
 package streamtest
 
 import (
@@ -198,7 +202,7 @@ func (m *Model) Meta() models.Meta { return m.meta }
 // MarshalState implements models.Model.
 func (m *Model) MarshalState() ([]byte, error) { return json.Marshal(m.st) }
 
-// FeatureSpace implements stream.FeatureMapper: the mapped vector depends on
+// FeatureSpace implements annotate.FeatureMapper: the mapped vector depends on
 // the centroids only.
 func (m *Model) FeatureSpace() string { return m.space }
 
@@ -227,7 +231,7 @@ func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (mod
 	return m.AnnotateMapped(ctx, b, mapped, mode)
 }
 
-// AnnotateMapped implements stream.FeatureMapper.
+// AnnotateMapped implements annotate.FeatureMapper.
 func (m *Model) AnnotateMapped(_ context.Context, b *mil.Bag, mapped [][]float64, mode models.Mode) (models.Annotation, error) {
 	nc := len(m.st.Centroids)
 	if err := b.Validate(m.meta.Dim, nc); err != nil {

@@ -3,14 +3,18 @@ package streamtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
+	"github.com/mimlstream/mimlstream/internal/embedded/broker"
+	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -35,7 +39,7 @@ func StartBroker(t testing.TB, partitions int, topics ...string) []string {
 // and a function that stops the server early (to test an outage).
 func StartRedis(t testing.TB) (addr string, rdb *redis.Client, stop func()) {
 	t.Helper()
-	addr, stop, err := featurestore.StartEmbedded()
+	addr, stop, err := redisserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +114,57 @@ func InstanceAccuracy(t testing.TB, m models.Model, ds *mil.Dataset, mode models
 		}
 	}
 	return float64(right) / float64(n)
+}
+
+// Logger returns a logger for the services under test: debug output on
+// stderr with -v, nothing otherwise.
+func Logger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// SmallDataset returns n separable toy bags over three classes in two
+// dimensions: each bag has three instances near the centres of two
+// classes, both its labels, and its instance labels.
+func SmallDataset(n int) *mil.Dataset {
+	ds := &mil.Dataset{Name: "toy", Classes: []string{"a", "b", "c"}, Dim: 2}
+	centers := [][]float64{{0, 0}, {5, 0}, {0, 5}}
+	for i := range n {
+		c1, c2 := i%3, (i+1)%3
+		b := mil.Bag{ID: fmt.Sprintf("bag-%04d", i)}
+		for j, c := range []int{c1, c2, c1} {
+			x := []float64{centers[c][0] + 0.1*float64(j), centers[c][1] - 0.1*float64(i%5)}
+			b.Instances = append(b.Instances, x)
+			b.InstanceLabels = append(b.InstanceLabels, c)
+		}
+		b.Labels = []int{min(c1, c2), max(c1, c2)}
+		ds.Bags = append(ds.Bags, b)
+	}
+	return ds
+}
+
+// PublishModel fits the centroid kind on ds with params, stores it in reg
+// and makes it current; it returns the version.
+func PublishModel(t testing.TB, reg *featurestore.Registry, ds *mil.Dataset, params models.Params) string {
+	t.Helper()
+	m, err := CentroidKind().Fit(context.Background(), ds, models.FitOptions{Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := models.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Promote(context.Background(), meta.Version); err != nil {
+		t.Fatal(err)
+	}
+	return meta.Version
 }
 
 // CommandCase is one invocation of a command and what it must do.
