@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -230,8 +231,14 @@ func TestDecodeBagRoundTrips(t *testing.T) {
 	for i := range ds.Bags {
 		msgs = append(msgs, NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, i%2 == 0))
 	}
-	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, -0.0}, {5e300, 1}}, Labels: []int{0}}
+	// Negative zero (math.Copysign: the literal -0.0 is positive zero in
+	// Go) on the reference path (escaped and non-ASCII strings) and on the
+	// fast path; json.Marshal writes it as -0.
+	negZero := math.Copysign(0, -1)
+	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, negZero}, {5e300, 1}}, Labels: []int{0}}
 	msgs = append(msgs, NewBagMessage(odd, "caf\u00e9\\src", 2, []string{"\u00e9t\u00e9", "b"}, false))
+	plain := &mil.Bag{ID: "negzero", Instances: [][]float64{{negZero, 0}, {-1e-320, negZero}}}
+	msgs = append(msgs, NewBagMessage(plain, "toy", 2, nil, false))
 	for _, m := range msgs {
 		raw, err := json.Marshal(m)
 		if err != nil {
@@ -243,6 +250,15 @@ func TestDecodeBagRoundTrips(t *testing.T) {
 		}
 		if !reflect.DeepEqual(*got, m) {
 			t.Fatalf("round trip changed bag %s:\n got %+v\nwant %+v", m.ID, *got, m)
+		}
+		// DeepEqual compares floats with ==, for which -0 == 0: compare
+		// the bits, so a lost sign is caught.
+		for i := range m.Instances {
+			for j, x := range m.Instances[i] {
+				if y := got.Instances[i][j]; math.Float64bits(y) != math.Float64bits(x) {
+					t.Fatalf("bag %s instance %d feature %d: %v (sign bit %v), want %v (sign bit %v)", m.ID, i, j, y, math.Signbit(y), x, math.Signbit(x))
+				}
+			}
 		}
 		if len(got.Instances) > 1 {
 			second := slices.Clone(got.Instances[1])
