@@ -1,7 +1,7 @@
-// Package archtest checks the shape of the module: what each command links
-// and who may import the development and test infrastructure. It holds
-// tests only.
 package archtest
+
+// The tests of this file check what each command links and who may import
+// the development and test infrastructure.
 
 import (
 	"os/exec"
@@ -10,16 +10,17 @@ import (
 	"testing"
 )
 
-const module = "github.com/mimlstream/mimlstream"
+// modPath is the module path.
+const modPath = "github.com/mimlstream/mimlstream"
 
 // Packages a production binary must not link, by import path prefix.
 const (
-	models    = module + "/internal/models" // the contract and every model kind
-	kfake     = "github.com/twmb/franz-go"  // the embedded broker's Kafka implementation
+	models    = modPath + "/internal/models" // the contract and every model kind
+	kfake     = "github.com/twmb/franz-go"   // the embedded broker's Kafka implementation
 	miniredis = "github.com/alicebob/miniredis"
 	plot      = "gonum.org/v1/plot"
-	embedded  = module + "/internal/embedded"
-	testsup   = module + "/internal/testsupport"
+	embedded  = modPath + "/internal/embedded"
+	testsup   = modPath + "/internal/testsupport"
 )
 
 // graph is the import graph below some packages, from go list -deps.
@@ -96,7 +97,7 @@ func TestCommandsLinkOnlyWhatTheyRun(t *testing.T) {
 	for _, r := range rules {
 		t.Run(strings.TrimPrefix(r.cmd, "./cmd/"), func(t *testing.T) {
 			g := depsOf(t, r.cmd)
-			root := module + strings.TrimPrefix(r.cmd, ".")
+			root := modPath + strings.TrimPrefix(r.cmd, ".")
 			if _, ok := g[root]; !ok {
 				t.Fatalf("go list did not report %s", root)
 			}
@@ -114,12 +115,12 @@ func TestCommandsLinkOnlyWhatTheyRun(t *testing.T) {
 // imports internal/embedded or internal/testsupport in its non-test files.
 func TestDevInfrastructureStaysOutOfProduction(t *testing.T) {
 	allowed := func(p string) bool {
-		return under(p, embedded) || under(p, testsup) || p == module+"/internal/demo" || p == module+"/cmd/demo"
+		return under(p, embedded) || under(p, testsup) || p == modPath+"/internal/demo" || p == modPath+"/cmd/demo"
 	}
 	g := depsOf(t, "./...")
 	checked := 0
 	for p, imports := range g {
-		if !under(p, module) || allowed(p) {
+		if !under(p, modPath) || allowed(p) {
 			continue
 		}
 		checked++
