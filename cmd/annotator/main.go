@@ -10,7 +10,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
+	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 )
 
@@ -21,8 +23,9 @@ func main() {
 	os.Exit(code)
 }
 
-// run is the whole command but for the process: it returns the exit code.
+// run is the whole command but for the process: it returns the exit code
+// (cli.ExitCode: 0 ok, 1 failure, 2 usage error).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	env := service.Env{Stdout: stdout, Stderr: stderr, Kinds: catalog.New()}
-	return service.ExitCode("annotator", stderr, service.RunAnnotator(ctx, env, args))
+	env := service.Env{Stdout: stdout, Stderr: stderr}
+	return cli.ExitCode("annotator", stderr, annotate.Command(ctx, env, catalog.New(), args))
 }

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -14,7 +14,9 @@ func TestExitCodes(t *testing.T) {
 	}, []streamtest.CommandCase{
 		{Args: []string{"--help"}, Code: 0, Stderr: []string{"Usage: annotator", "--batch-size", "$MIMLSTREAM_ANNOTATOR_BROKERS"}},
 		{Args: []string{"-h"}, Code: 0, Stderr: []string{"Usage: annotator"}},
-		{Args: nil, Code: 1, Stderr: []string{"annotator: --brokers is required"}},
-		{Args: []string{"--bogus"}, Code: 1, Stderr: []string{"bogus"}},
+		{Args: nil, Code: 2, Stderr: []string{"annotator: --brokers is required"}},
+		{Args: []string{"--bogus"}, Code: 2, Stderr: []string{"bogus"}},
+		{Args: []string{"--brokers", "127.0.0.1:1", "--trace-exporter", "zipkin"}, Code: 2, Stderr: []string{`annotator: --trace-exporter "zipkin"`}},
+		{Args: []string{"--brokers", "127.0.0.1:1", "--redis", "redis://h:x/y", "--create-topics=false"}, Code: 2, Stderr: []string{"annotator: --redis"}},
 	})
 }

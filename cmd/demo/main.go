@@ -9,9 +9,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/demo"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
-	"github.com/mimlstream/mimlstream/internal/stream/service"
 )
 
 func main() {
@@ -21,7 +21,8 @@ func main() {
 	os.Exit(code)
 }
 
-// run is the whole command but for the process: it returns the exit code.
+// run is the whole command but for the process: it returns the exit code
+// (cli.ExitCode: 0 ok, 1 failure, 2 usage error).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return service.ExitCode("demo", stderr, demo.Run(ctx, catalog.New(), stdout, stderr, args))
+	return cli.ExitCode("demo", stderr, demo.Run(ctx, catalog.New(), stdout, stderr, args))
 }

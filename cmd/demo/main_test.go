@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // TestExitCodes covers what exits before the demo starts anything.
@@ -15,7 +15,8 @@ func TestExitCodes(t *testing.T) {
 	}, []streamtest.CommandCase{
 		{Args: []string{"--help"}, Code: 0, Stderr: []string{"Usage: demo", "--label-fraction", "$MIMLSTREAM_DEMO_RATE"}},
 		{Args: []string{"-h"}, Code: 0, Stderr: []string{"Usage: demo"}},
-		{Args: []string{"extra"}, Code: 1, Stderr: []string{`demo: unexpected arguments ["extra"]`}},
-		{Args: []string{"--bogus"}, Code: 1, Stderr: []string{"bogus"}},
+		{Args: []string{"extra"}, Code: 2, Stderr: []string{`demo: unexpected arguments ["extra"]`}},
+		{Args: []string{"--bogus"}, Code: 2, Stderr: []string{"bogus"}},
+		{Args: []string{"--data", "missing.mat"}, Code: 1, Stderr: []string{"demo: ", "missing.mat"}},
 	})
 }

@@ -10,7 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mimlstream/mimlstream/internal/models/catalog"
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 )
 
@@ -21,8 +22,9 @@ func main() {
 	os.Exit(code)
 }
 
-// run is the whole command but for the process: it returns the exit code.
+// run is the whole command but for the process: it returns the exit code
+// (cli.ExitCode: 0 ok, 1 failure, 2 usage error).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := service.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Kinds: catalog.New()}
-	return service.ExitCode("ingest", stderr, service.RunIngest(ctx, env, args))
+	env := service.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return cli.ExitCode("ingest", stderr, ingest.Command(ctx, env, args))
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -15,7 +15,12 @@ func TestExitCodes(t *testing.T) {
 	}, []streamtest.CommandCase{
 		{Args: []string{"--help"}, Code: 0, Stderr: []string{"Usage: ingest", "--label-fraction", "$MIMLSTREAM_INGEST_DATA"}},
 		{Args: []string{"-h"}, Code: 0, Stderr: []string{"Usage: ingest"}},
-		{Args: []string{"--brokers", "127.0.0.1:1"}, Code: 1, Stderr: []string{"ingest: give exactly one of --data, --jsonl and --listen"}},
-		{Args: []string{"--bogus"}, Code: 1, Stderr: []string{"bogus"}},
+		{Args: []string{"--brokers", "127.0.0.1:1"}, Code: 2, Stderr: []string{"ingest: give exactly one of --data, --jsonl and --listen"}},
+		{Args: []string{"--bogus"}, Code: 2, Stderr: []string{"bogus"}},
+		{Args: []string{"--jsonl", "-"}, Code: 2, Stderr: []string{"ingest: --brokers is required"}},
+		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "extra"}, Code: 2, Stderr: []string{`ingest: unexpected arguments ["extra"]`}},
+		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "--log-level", "loud"}, Code: 2, Stderr: []string{"ingest: --log-level"}},
+		// Well formed, but no broker answers on port 1: the work fails.
+		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-"}, Code: 1, Stderr: []string{"ingest: create topics"}},
 	})
 }

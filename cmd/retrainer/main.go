@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
 )
@@ -57,40 +56,33 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches to a subcommand and returns the process exit code: 0 on
-// success or help, 1 when the command fails, 2 for a usage error.
+// run dispatches to a subcommand and returns the process exit code, by the
+// convention of every command (cli.ExitCode): 0 on success or help, 1 when
+// the command fails, 2 for a usage error (no or an unknown subcommand
+// included).
 func run(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
 		usage(e.stderr)
-		return 2
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		usage(e.stdout)
-		return 0
+		return cli.ExitOK
 	}
 	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
+		if c.name == args[0] {
+			return cli.ExitCode("retrainer "+c.name, e.stderr, c.run(ctx, e, args[1:]))
 		}
-		err := c.run(ctx, e, args[1:])
-		if err == nil || errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(e.stderr, "retrainer %s: %v\n", c.name, err)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
 	}
 	fmt.Fprintf(e.stderr, "retrainer: unknown command %q\n\n", args[0])
 	usage(e.stderr)
-	return 2
+	return cli.ExitUsage
 }
 
 // errUsage marks an error in the command line rather than in the work: the
 // exit code is then 2.
-var errUsage = errors.New("usage error")
+var errUsage = cli.ErrUsage
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: retrainer <command> [flags]\n\nCommands:\n")

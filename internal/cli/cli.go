@@ -1,7 +1,8 @@
-// Package cli gives every command the same flag conventions: each flag has an
+// Package cli gives every command the same conventions: each flag has an
 // environment-variable equivalent (PREFIX_FLAG_NAME, upper case, dashes to
-// underscores), a command-line value wins over the environment, and --help
-// lists both.
+// underscores), a command-line value wins over the environment, --help
+// lists both, and the exit code says whether the work or the command line
+// failed (ExitCode).
 package cli
 
 import (
@@ -51,9 +52,10 @@ func NewFlagSet(cmd, synopsis string, out io.Writer) *flag.FlagSet {
 
 // Parse parses args, then fills every flag not given on the command line from
 // its environment variable. It returns flag.ErrHelp for -h/--help, after
-// printing usage, so callers can exit 0.
+// printing usage, so callers can exit 0; any other error is a usage error
+// (ErrUsage), a bad value in the environment included.
 func Parse(fs *flag.FlagSet, args []string) error {
-	return parse(fs, args, os.LookupEnv)
+	return Usage(parse(fs, args, os.LookupEnv))
 }
 
 func parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {

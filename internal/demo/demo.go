@@ -9,24 +9,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
 
-	"github.com/mimlstream/mimlstream/internal/broker"
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/embedded/broker"
+	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream"
-	"github.com/mimlstream/mimlstream/internal/telemetry"
+	"github.com/mimlstream/mimlstream/internal/stream/annotate"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/retrain"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
 // Config holds the demo's settings.
@@ -54,7 +59,7 @@ progress and a summary.`, stderr)
 	fs.StringVar(&c.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis `address` or URL (default $REDIS_URL; empty: in-process Redis)")
 	fs.Var(&c.brokers, "brokers", "Kafka brokers (empty: embedded broker)")
 	fs.StringVar(&c.kind, "model", "orlr", "model `kind` the retrainer fits")
-	fs.Var(&c.params, "param", "model parameter `key=value` (repeatable; default iters=20, msteps=10 for a quick demo)")
+	fs.Var(&c.params, "param", "model parameter `key=value` (repeatable; for orlr the demo adds iters=20, msteps=10 for quick refits)")
 	fs.Float64Var(&c.rate, "rate", 60, "ingest rate in bags per second")
 	fs.Float64Var(&c.labelFraction, "label-fraction", 0.5, "fraction of bags published with their labels (also sent to training)")
 	fs.IntVar(&c.every, "every", 100, "refit after this many new labeled bags")
@@ -63,11 +68,8 @@ progress and a summary.`, stderr)
 	fs.IntVar(&c.rounds, "rounds", 2, "stream the dataset this many times (as new bag ids), so later rounds meet retrained models")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&c.verbose, "verbose", false, "show the services' logs")
-	if err := cli.Parse(fs, args); err != nil {
+	if err := service.ParseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -75,11 +77,6 @@ progress and a summary.`, stderr)
 }
 
 func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, c config) error {
-	level := slog.LevelWarn
-	if c.verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ds, err := dataset.Load(c.data)
 	if err != nil {
 		return err
@@ -88,125 +85,131 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 		return fmt.Errorf("%s has no instance labels to measure accuracy against", c.data)
 	}
 	ds = replay(ds, c.rounds)
-	params := models.Params{"iters": "20", "msteps": "10"}
-	for _, kv := range c.params {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("--param %q: want key=value", kv)
-		}
-		params[k] = v
-	}
 
-	topics := stream.DefaultTopics()
-	brokers := []string(c.brokers)
-	if len(brokers) == 0 {
-		b, err := broker.Start(broker.Options{Partitions: 4, Topics: topics.All()})
+	// The services are built as their commands build them, from the same
+	// configurations with the demo's values where it differs.
+	env := service.Env{Stdout: stdout, Stderr: stderr}
+	kc := service.DefaultKafka()
+	tel := service.DefaultTelemetry()
+	tel.LogLevel = "warn"
+	if c.verbose {
+		tel.LogLevel = "info"
+	}
+	topics := kc.Topics
+	kc.Brokers = c.brokers
+	if len(kc.Brokers) == 0 {
+		b, err := broker.Start(broker.Options{Partitions: kc.Partitions, Topics: topics.All()})
 		if err != nil {
 			return err
 		}
 		defer b.Close()
-		brokers = b.Addrs()
-		fmt.Fprintf(stdout, "broker   embedded kfake at %s\n", strings.Join(brokers, ","))
-	} else if err := broker.EnsureTopics(ctx, brokers, 4, topics.All()...); err != nil {
-		return err
+		kc.Brokers = b.Addrs()
+		fmt.Fprintf(stdout, "broker   embedded kfake at %s\n", strings.Join(kc.Brokers, ","))
 	}
-	rdb, where, stopRedis, err := connectRedis(ctx, c.redisURL)
+	rc, where, stopRedis, err := startRedis(ctx, c.redisURL)
 	if err != nil {
 		return err
 	}
 	defer stopRedis()
-	defer rdb.Close()
 	prefix := fmt.Sprintf("demo-%d", time.Now().UnixNano())
+	rc.RegistryPrefix = prefix + ":models"
 	fmt.Fprintf(stdout, "redis    %s (key prefix {%s:*})\n", where, prefix)
-	reg := featurestore.NewRegistry(rdb, prefix+":models")
-	cache := featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000)
-	prov, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "demo"})
+
+	rcfg := retrain.DefaultServeConfig()
+	rcfg.Kafka, rcfg.Redis, rcfg.Telemetry, rcfg.Listen = kc, rc, tel, ""
+	rcfg.Fit.Kind = c.kind
+	rcfg.Fit.Params = c.params
+	if c.kind == "orlr" {
+		// Quick refits for a demo: fewer EM iterations than the paper.
+		rcfg.Fit.Params = append(cli.StringList{"iters=20", "msteps=10"}, c.params...)
+	}
+	rcfg.Every, rcfg.MinBags = c.every, c.minBags
+	rt, err := retrain.NewServe(ctx, env, kinds, rcfg)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = prov.Shutdown(context.WithoutCancel(ctx)) }()
-	obs := stream.Observability{Tracer: prov.Tracer, Meter: prov.Meter, Propagator: prov.Propagator, Logger: log}
+	defer rt.Close()
+	fmt.Fprintf(stdout, "retrainer %s %v, refit every %d labeled bags (first at %d)\n", c.kind, rt.Params(), c.every, c.minBags)
 
-	var wg sync.WaitGroup
-	svcCtx, stopServices := context.WithCancel(ctx)
-	defer func() { stopServices(); wg.Wait() }()
-	errs := make(chan error, 8)
-
-	rt, err := stream.NewRetrainer(stream.RetrainerConfig{Brokers: brokers, Topic: topics.Train, Kinds: kinds, Kind: c.kind,
-		Params: params, Seed: 1, Store: reg, Window: 5000, Every: c.every, MinBags: c.minBags, HoldOut: 0.2, Margin: 0.005,
-		Warm: true, KeepVersions: 20, Obs: obs})
-	if err != nil {
-		return err
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); errs <- rt.Run(svcCtx) }()
-	fmt.Fprintf(stdout, "retrainer %s %v, refit every %d labeled bags (first at %d)\n", c.kind, params, c.every, c.minBags)
-
-	var anns []*stream.Annotator
+	var anns []*annotate.Service
 	for i := range c.annotators {
-		a, err := stream.NewAnnotator(stream.AnnotatorConfig{Brokers: brokers, GroupID: "demo-annotators", Topics: topics,
-			Name: fmt.Sprintf("annotator-%d", i+1), Kinds: kinds, Store: reg, Cache: cache, PollInterval: time.Second,
-			SessionTimeout: 6 * time.Second, Obs: obs})
+		acfg := annotate.DefaultConfig()
+		acfg.Kafka, acfg.Redis, acfg.Telemetry, acfg.Listen = kc, rc, tel, ""
+		acfg.Name, acfg.Group = fmt.Sprintf("annotator-%d", i+1), "demo-annotators"
+		acfg.Poll, acfg.SessionTimeout = time.Second, 6*time.Second
+		acfg.CachePrefix, acfg.CacheMaxEntries = prefix+":features", 100000
+		a, err := annotate.New(ctx, env, kinds, acfg)
 		if err != nil {
 			return err
 		}
+		defer a.Close()
 		anns = append(anns, a)
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- a.Run(svcCtx) }()
 	}
 	fmt.Fprintf(stdout, "annotators %d in consumer group demo-annotators\n", c.annotators)
 
-	pub, err := stream.NewPublisher(stream.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: c.labelFraction, Seed: 1, Obs: obs})
+	icfg := ingest.DefaultConfig()
+	icfg.Kafka, icfg.Telemetry = kc, tel
+	icfg.LabelFraction = c.labelFraction
+	in, err := ingest.New(ctx, env, icfg)
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer in.Close()
+	pub := in.Publisher()
+
+	// The services, the progress tails and the ingest run as one group: any
+	// of them failing stops the others.
+	svcCtx, stopServices := context.WithCancel(ctx)
+	defer stopServices()
+	g, gctx := errgroup.WithContext(svcCtx)
+	g.Go(func() error { return rt.Run(gctx) })
+	for _, a := range anns {
+		g.Go(func() error { return a.Run(gctx) })
+	}
 	prog := newProgress(ds)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errs <- stream.Tail(svcCtx, brokers, topics.Annotations, prefix+"-progress", prog.addAnnotation)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errs <- stream.Tail(svcCtx, brokers, topics.DeadLetter, prefix+"-progress-dlq", func(kafka.Message) error { prog.addDead(); return nil })
-	}()
+	g.Go(func() error {
+		return kafkaio.Tail(gctx, kc.Brokers, topics.Annotations, prefix+"-progress", prog.addAnnotation)
+	})
+	g.Go(func() error {
+		return kafkaio.Tail(gctx, kc.Brokers, topics.DeadLetter, prefix+"-progress-dlq", func(kafka.Message) error { prog.addDead(); return nil })
+	})
 
 	fmt.Fprintf(stdout, "ingest   %s: %d bags, %d instances, %d classes, at %.0f bags/s, %.0f%% labeled\n\n",
 		ds.Name, len(ds.Bags), ds.NumInstances(), len(ds.Classes), c.rate, 100*c.labelFraction)
 	start := time.Now()
-	ingested := make(chan error, 1)
-	go func() { ingested <- ingest(ctx, pub, ds, c.rate, prog) }()
+	ingested := make(chan struct{})
+	g.Go(func() error {
+		if err := ingest.PublishBags(gctx, pub, ds, ds.Bags, c.rate, icfg.Batch, prog.setIngested); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		close(ingested)
+		return nil
+	})
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	ingestDone := false
-	for {
+	ingestDone, finished := false, false
+	for !finished && gctx.Err() == nil {
 		select {
-		case err := <-ingested:
-			if err != nil {
-				return fmt.Errorf("ingest: %w", err)
-			}
-			ingestDone = true
-			ingested = nil
-		case err := <-errs:
-			if err != nil && ctx.Err() == nil {
-				return err
-			}
+		case <-ingested:
+			ingestDone, ingested = true, nil
 		case <-tick.C:
 			prog.printLine(stdout, time.Since(start), anns)
-			if ingestDone && prog.done() {
-				stopServices()
-				wg.Wait()
-				prog.summary(stdout, time.Since(start), pub.Stats(), rt.Results())
-				return nil
-			}
-		case <-ctx.Done():
-			prog.summary(stdout, time.Since(start), pub.Stats(), rt.Results())
-			return fmt.Errorf("demo did not finish: %w", ctx.Err())
+			finished = ingestDone && prog.done()
+		case <-gctx.Done():
 		}
 	}
+	stopServices()
+	err = g.Wait()
+	switch {
+	case finished:
+		prog.summary(stdout, time.Since(start), pub.Stats(), rt.Retrainer().Results())
+		return err
+	case ctx.Err() != nil:
+		prog.summary(stdout, time.Since(start), pub.Stats(), rt.Retrainer().Results())
+		return fmt.Errorf("demo did not finish: %w", ctx.Err())
+	}
+	return err
 }
 
 // replay returns the bags of ds repeated rounds times, the copies under new
@@ -228,55 +231,31 @@ func replay(ds *mil.Dataset, rounds int) *mil.Dataset {
 	return &out
 }
 
-// connectRedis connects to the given Redis, or starts an in-process one.
-func connectRedis(ctx context.Context, url string) (*redis.Client, string, func(), error) {
+// startRedis returns the settings of the given Redis after checking that it
+// answers, or starts an in-process one; where says which, for the banner.
+func startRedis(ctx context.Context, url string) (rc redisflag.Config, where string, stop func(), err error) {
+	rc = redisflag.Default()
 	if url == "" {
-		addr, stop, err := featurestore.StartEmbedded()
+		addr, stop, err := redisserver.Start()
 		if err != nil {
-			return nil, "", nil, err
+			return rc, "", nil, err
 		}
-		rdb, err := featurestore.Connect(ctx, featurestore.Options{Addr: addr})
-		if err != nil {
-			stop()
-			return nil, "", nil, err
-		}
-		return rdb, "in-process (miniredis) at " + addr, stop, nil
+		rc.Addr = addr
+		return rc, "in-process (miniredis) at " + addr, stop, nil
 	}
-	o := featurestore.Options{Addr: url}
-	if strings.Contains(url, "://") {
-		u, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("redis url: %w", err)
-		}
-		o = featurestore.Options{Addr: u.Addr, Username: u.Username, Password: u.Password, DB: u.DB, TLS: u.TLSConfig != nil}
+	rc.Addr = url
+	o, err := rc.Options()
+	if err != nil {
+		return rc, "", nil, err
 	}
+	// Fail now rather than have every service wait for a Redis that is
+	// not there.
 	rdb, err := featurestore.Connect(ctx, o)
 	if err != nil {
-		return nil, "", nil, err
+		return rc, "", nil, err
 	}
-	return rdb, o.Addr, func() {}, nil
-}
-
-// ingest publishes the dataset at rate bags/s in small batches.
-func ingest(ctx context.Context, pub *stream.Publisher, ds *mil.Dataset, rate float64, prog *progress) error {
-	batch := max(1, int(rate/10))
-	start := time.Now()
-	for i := 0; i < len(ds.Bags); i += batch {
-		j := min(i+batch, len(ds.Bags))
-		if _, err := pub.PublishDataset(ctx, ds, ds.Bags[i:j]); err != nil {
-			return err
-		}
-		prog.setIngested(j)
-		if rate > 0 {
-			due := start.Add(time.Duration(float64(j) / rate * float64(time.Second)))
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Until(due)):
-			}
-		}
-	}
-	return nil
+	rdb.Close()
+	return rc, o.Addr, func() {}, nil
 }
 
 // progress follows the annotations and scores them against the held-back
@@ -322,7 +301,7 @@ func (p *progress) addDead() {
 }
 
 func (p *progress) addAnnotation(m kafka.Message) error {
-	var a stream.AnnotationMessage
+	var a wire.AnnotationMessage
 	if err := json.Unmarshal(m.Value, &a); err != nil {
 		return err
 	}
@@ -369,7 +348,7 @@ func (p *progress) versionList() string {
 	return strings.Join(parts, " ")
 }
 
-func (p *progress) printLine(w io.Writer, elapsed time.Duration, anns []*stream.Annotator) {
+func (p *progress) printLine(w io.Writer, elapsed time.Duration, anns []*annotate.Service) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.seen)
@@ -383,7 +362,7 @@ func (p *progress) printLine(w io.Writer, elapsed time.Duration, anns []*stream.
 	}
 	serving := make([]string, len(anns))
 	for i, a := range anns {
-		serving[i] = a.ModelVersion()
+		serving[i] = a.Annotator().ModelVersion()
 		if serving[i] == "" {
 			serving[i] = "-"
 		}
@@ -392,7 +371,7 @@ func (p *progress) printLine(w io.Writer, elapsed time.Duration, anns []*stream.
 		elapsed.Seconds(), p.ingested, p.total, n, rate, p.dead, strings.Join(serving, " "), ratio(right, len(p.recent)), len(p.recent), p.versionList())
 }
 
-func (p *progress) summary(w io.Writer, elapsed time.Duration, st stream.IngestStats, refits []stream.RefitResult) {
+func (p *progress) summary(w io.Writer, elapsed time.Duration, st ingest.IngestStats, refits []retrain.RefitResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(w, "\nsummary after %v\n", elapsed.Round(time.Millisecond))

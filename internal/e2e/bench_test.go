@@ -15,8 +15,11 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
-	"github.com/mimlstream/mimlstream/internal/stream"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/annotate"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // BenchmarkPipeline measures, in one run on loopback, the end-to-end
@@ -44,7 +47,7 @@ func BenchmarkPipeline(b *testing.B) {
 	annotateRate := float64(b.N*len(bags)) / time.Since(annotateStart).Seconds()
 
 	// The pipeline.
-	topics := stream.DefaultTopics()
+	topics := wire.DefaultTopics()
 	brokers := streamtest.StartBroker(b, 4, topics.All()...)
 	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
@@ -64,7 +67,7 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := stream.NewAnnotator(stream.AnnotatorConfig{Brokers: brokers, GroupID: "bench", Topics: topics, Name: "bench",
+	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: "bench", Topics: topics, Name: "bench",
 		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
 		BatchSize: 128, BatchWait: 5 * time.Millisecond})
 	if err != nil {
@@ -78,9 +81,9 @@ func BenchmarkPipeline(b *testing.B) {
 
 	arrivals := make(chan arrival, 4096)
 	go func() {
-		_ = stream.Tail(ctx, brokers, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
+		_ = kafkaio.Tail(ctx, brokers, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
 			now := time.Now()
-			var ann stream.AnnotationMessage
+			var ann wire.AnnotationMessage
 			if err := json.Unmarshal(m.Value, &ann); err != nil {
 				return err
 			}
@@ -92,7 +95,7 @@ func BenchmarkPipeline(b *testing.B) {
 			return nil
 		})
 	}()
-	pub, err := stream.NewPublisher(stream.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +137,7 @@ type arrival struct {
 // runPass publishes every bag of ds under ids tagged with pass (at rate
 // bags/s, or as fast as acknowledged when rate is 0) and waits for all of
 // their annotations; it returns their latencies.
-func runPass(b *testing.B, ctx context.Context, pub *stream.Publisher, ds *mil.Dataset, pass string, arrivals <-chan arrival, rate float64) []time.Duration {
+func runPass(b *testing.B, ctx context.Context, pub *ingest.Publisher, ds *mil.Dataset, pass string, arrivals <-chan arrival, rate float64) []time.Duration {
 	bags := make([]mil.Bag, len(ds.Bags))
 	want := map[string]bool{}
 	for i, bag := range ds.Bags {
@@ -197,7 +200,7 @@ func runPass(b *testing.B, ctx context.Context, pub *stream.Publisher, ds *mil.D
 // benchBags returns the bags as the annotator sees them: with labels (for
 // transductive annotation) on the same half that ingest keeps labeled.
 func benchBags(ds *mil.Dataset) []mil.Bag {
-	p, _ := stream.NewPublisher(stream.PublisherConfig{Brokers: []string{"unused:0"}, Topics: stream.DefaultTopics(), LabelFraction: 0.5, Seed: 1})
+	p, _ := ingest.NewPublisher(ingest.PublisherConfig{Brokers: []string{"unused:0"}, Topics: wire.DefaultTopics(), LabelFraction: 0.5, Seed: 1})
 	defer p.Close()
 	out := make([]mil.Bag, len(ds.Bags))
 	for i, b := range ds.Bags {

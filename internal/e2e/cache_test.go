@@ -9,12 +9,11 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
-	"github.com/mimlstream/mimlstream/internal/stream"
 )
 
 // ORed-LR is the model the feature cache was made for: its RBF features
 // are per-instance kernel vectors.
-var _ stream.FeatureMapper = (*orlr.Model)(nil)
+var _ models.FeatureMapper = (*orlr.Model)(nil)
 
 // TestFeatureCacheWithKernelORLR serves a kernel ORed-LR model: the
 // annotator fills the feature cache in Redis, and its annotations are those
@@ -34,7 +33,7 @@ func TestFeatureCacheWithKernelORLR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.(stream.FeatureMapper).FeatureSpace() == "" {
+	if m.(models.FeatureMapper).FeatureSpace() == "" {
 		t.Fatal("kernel ORed-LR has no feature space")
 	}
 	blob, err := models.Encode(m)

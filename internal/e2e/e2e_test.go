@@ -16,12 +16,14 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
-	"github.com/mimlstream/mimlstream/internal/stream"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/retrain"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // instanceAccuracy scores annotations against the held-back instance labels.
-func instanceAccuracy(ds *mil.Dataset, anns map[string][]stream.AnnotationMessage, mode string) (float64, int) {
+func instanceAccuracy(ds *mil.Dataset, anns map[string][]wire.AnnotationMessage, mode string) (float64, int) {
 	right, n := 0, 0
 	for _, b := range ds.Bags {
 		as := anns[b.ID]
@@ -179,17 +181,17 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 	classes, _ := json.Marshal(ds.Classes)
 	bad := map[string]struct {
 		raw  string
-		want stream.Reason
+		want wire.Reason
 	}{
-		"bad-json":   {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row, stream.ReasonMalformedJSON},
-		"bad-dim":    {`{"schema_version":1,"id":"x","dim":3,"instances":[[1,2,3]]}`, stream.ReasonDimension},
-		"bad-nan":    {`{"schema_version":1,"id":"x","dim":48,"instances":[["NaN"` + strings.Repeat(",0.5", 47) + `]]}`, stream.ReasonNonFinite},
-		"bad-inf":    {`{"schema_version":1,"id":"x","dim":48,"instances":[[1e999` + strings.Repeat(",0.5", 47) + `]]}`, stream.ReasonNonFinite},
-		"bad-empty":  {`{"schema_version":1,"id":"x","dim":48,"instances":[]}`, stream.ReasonEmptyBag},
-		"bad-labels": {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row + `],"labels":[` + strings.Join(all, ",") + `],"classes":` + string(classes) + `}`, stream.ReasonLabelSetTooLarge},
-		"bad-big":    {`{"schema_version":1,"id":"x","dim":48,"instances":[` + strings.Repeat(row+",", 200) + row + `]}`, stream.ReasonOversize},
+		"bad-json":   {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row, wire.ReasonMalformedJSON},
+		"bad-dim":    {`{"schema_version":1,"id":"x","dim":3,"instances":[[1,2,3]]}`, wire.ReasonDimension},
+		"bad-nan":    {`{"schema_version":1,"id":"x","dim":48,"instances":[["NaN"` + strings.Repeat(",0.5", 47) + `]]}`, wire.ReasonNonFinite},
+		"bad-inf":    {`{"schema_version":1,"id":"x","dim":48,"instances":[[1e999` + strings.Repeat(",0.5", 47) + `]]}`, wire.ReasonNonFinite},
+		"bad-empty":  {`{"schema_version":1,"id":"x","dim":48,"instances":[]}`, wire.ReasonEmptyBag},
+		"bad-labels": {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row + `],"labels":[` + strings.Join(all, ",") + `],"classes":` + string(classes) + `}`, wire.ReasonLabelSetTooLarge},
+		"bad-big":    {`{"schema_version":1,"id":"x","dim":48,"instances":[` + strings.Repeat(row+",", 200) + row + `]}`, wire.ReasonOversize},
 	}
-	w := stream.NewWriter(e.brokers)
+	w := kafkaio.NewWriter(e.brokers)
 	defer w.Close()
 	var msgs []kafka.Message
 	goodIDs := []string{}
@@ -197,7 +199,7 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 	for key, b := range bad {
 		for range 5 {
 			bag := ds.Bags[gi]
-			raw, _ := json.Marshal(stream.NewBagMessage(&bag, "mscv2", ds.Dim, ds.Classes, false))
+			raw, _ := json.Marshal(wire.NewBagMessage(&bag, "mscv2", ds.Dim, ds.Classes, false))
 			msgs = append(msgs, kafka.Message{Topic: e.topics.Annotate, Key: []byte(bag.ID), Value: raw})
 			goodIDs = append(goodIDs, bag.ID)
 			gi++
@@ -217,7 +219,7 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 	}
 	out.mu.Lock()
 	defer out.mu.Unlock()
-	got := map[string]stream.DeadLetter{}
+	got := map[string]wire.DeadLetter{}
 	for _, d := range out.dead {
 		got[d.Key] = d
 	}
@@ -228,7 +230,7 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 			t.Errorf("%s: no dead letter", key)
 		case d.Reason != b.want || d.Topic != e.topics.Annotate || d.Offset < 0 || d.OriginalSize != len(b.raw):
 			t.Errorf("%s: dead letter reason %s topic %s offset %d size %d, want %s", key, d.Reason, d.Topic, d.Offset, d.OriginalSize, b.want)
-		case b.want != stream.ReasonOversize && string(d.Original) != b.raw:
+		case b.want != wire.ReasonOversize && string(d.Original) != b.raw:
 			t.Errorf("%s: original bytes not kept", key)
 		}
 	}
@@ -263,7 +265,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 	defer rdb.Close()
 	reg := featurestore.NewRegistry(rdb, e.prefix+":models")
-	r, err := stream.NewRetrainer(stream.RetrainerConfig{Brokers: e.brokers, Topic: e.topics.Train, Kinds: kinds(), Kind: "orlr",
+	r, err := retrain.NewRetrainer(retrain.RetrainerConfig{Brokers: e.brokers, Topic: e.topics.Train, Kinds: kinds(), Kind: "orlr",
 		Params: models.Params{"iters": "3", "msteps": "5"}, Store: reg, Every: 100000, MinBags: 10, HoldOut: 0.2, Margin: 1, Warm: true})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +287,7 @@ func TestRedisOutage(t *testing.T) {
 	default:
 	}
 	streamtest.WaitFor(t, 20*time.Second, "retrainer window", func() bool { return r.Len() > 50 })
-	var res stream.RefitResult
+	var res retrain.RefitResult
 	done := streamtest.StaysBlocked(t, time.Second, "refit with Redis down", func() (err error) {
 		res, err = r.Refit(ctx)
 		return err

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,15 +19,19 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
-	"github.com/mimlstream/mimlstream/internal/stream"
+	"github.com/mimlstream/mimlstream/internal/stream/annotate"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
-	"github.com/mimlstream/mimlstream/internal/stream/streamtest"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // roleEnv makes the test binary act as a service: the annotators of these
@@ -42,13 +44,9 @@ const redisAddr = "127.0.0.1:6379"
 func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "annotator" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := service.RunAnnotator(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr, Kinds: kinds()}, os.Args[1:])
+		err := annotate.Command(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr}, kinds(), os.Args[1:])
 		stop()
-		if err != nil && !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "annotator:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		os.Exit(cli.ExitCode("annotator", os.Stderr, err))
 	}
 	os.Exit(m.Run())
 }
@@ -60,7 +58,7 @@ func kinds() *models.Registry { return catalog.New() }
 type env struct {
 	t       *testing.T
 	brokers []string
-	topics  stream.Topics
+	topics  wire.Topics
 	rdb     *redis.Client
 	prefix  string
 	reg     *featurestore.Registry
@@ -72,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
 	}
-	topics := stream.DefaultTopics()
+	topics := wire.DefaultTopics()
 	brokers := streamtest.StartBroker(t, 4, topics.All()...)
 	prefix := fmt.Sprintf("e2e-%s-%d", t.Name(), time.Now().UnixNano())
 	t.Cleanup(func() {
@@ -185,26 +183,26 @@ func freeAddr(t *testing.T) string {
 // outputs accumulates the annotation and dead-letter topics.
 type outputs struct {
 	mu   sync.Mutex
-	anns map[string][]stream.AnnotationMessage
-	dead []stream.DeadLetter
+	anns map[string][]wire.AnnotationMessage
+	dead []wire.DeadLetter
 }
 
 func (e *env) tail(ctx context.Context) *outputs {
-	o := &outputs{anns: map[string][]stream.AnnotationMessage{}}
+	o := &outputs{anns: map[string][]wire.AnnotationMessage{}}
 	for _, topic := range []string{e.topics.Annotations, e.topics.DeadLetter} {
 		go func() {
-			err := stream.Tail(ctx, e.brokers, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
+			err := kafkaio.Tail(ctx, e.brokers, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
 				o.mu.Lock()
 				defer o.mu.Unlock()
 				if topic == e.topics.Annotations {
-					var a stream.AnnotationMessage
+					var a wire.AnnotationMessage
 					if err := json.Unmarshal(m.Value, &a); err != nil {
 						return err
 					}
 					o.anns[a.BagID] = append(o.anns[a.BagID], a)
 					return nil
 				}
-				var d stream.DeadLetter
+				var d wire.DeadLetter
 				if err := json.Unmarshal(m.Value, &d); err != nil {
 					return err
 				}
@@ -294,9 +292,9 @@ func (e *env) promote(blob []byte) string {
 	return meta.Version
 }
 
-func (e *env) publisher(fraction float64) *stream.Publisher {
+func (e *env) publisher(fraction float64) *ingest.Publisher {
 	e.t.Helper()
-	p, err := stream.NewPublisher(stream.PublisherConfig{Brokers: e.brokers, Topics: e.topics, LabelFraction: fraction, Seed: 1})
+	p, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: e.brokers, Topics: e.topics, LabelFraction: fraction, Seed: 1})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -306,7 +304,7 @@ func (e *env) publisher(fraction float64) *stream.Publisher {
 
 // publishPaced publishes ds in slices of 20 bags with a pause after each,
 // in the background; the channel yields the outcome.
-func publishPaced(ctx context.Context, pub *stream.Publisher, ds *mil.Dataset, pause time.Duration) <-chan error {
+func publishPaced(ctx context.Context, pub *ingest.Publisher, ds *mil.Dataset, pause time.Duration) <-chan error {
 	published := make(chan error, 1)
 	go func() {
 		for i := 0; i < len(ds.Bags); i += 20 {

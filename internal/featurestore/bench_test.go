@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 )
 
 // benchClient returns the real Redis when one answers, else the embedded
@@ -22,7 +24,7 @@ func benchClient(b *testing.B) (*redis.Client, string) {
 	if os.Getenv("CI") == "true" {
 		b.Fatal("CI=true but no Redis answers")
 	}
-	addr, stop, err := StartEmbedded()
+	addr, stop, err := redisserver.Start()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -56,7 +57,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, rdb *redis.Client, prefix
 
 func embedded(t *testing.T) *redis.Client {
 	t.Helper()
-	addr, stop, err := StartEmbedded()
+	addr, stop, err := redisserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,20 +55,6 @@ func Connect(ctx context.Context, o Options) (*redis.Client, error) {
 		return nil, fmt.Errorf("redis %s db %d: ping: %w", o.Addr, o.DB, err)
 	}
 	return rdb, nil
-}
-
-// StartEmbedded runs an in-process Redis (miniredis) on a free local port,
-// for the demo and for tests. It supports everything this package uses
-// (transactions, Lua scripts, pub/sub, TTLs). TTLs follow the wall clock;
-// expired keys are dropped lazily when the server is next touched, which is
-// invisible to clients. stop closes the server and every connection to it.
-func StartEmbedded() (addr string, stop func(), err error) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		return "", nil, fmt.Errorf("start embedded redis: %w", err)
-	}
-	return m.Addr(), m.Close, nil
 }
 
 // base returns the key base for prefix: the prefix in braces, so that it is

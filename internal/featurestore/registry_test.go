@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 )
 
 var abc = []string{"a", "b", "c"}
@@ -495,7 +497,7 @@ func TestList(t *testing.T) {
 }
 
 func TestSubscribeClosesOnCancel(t *testing.T) {
-	addr, stop, err := StartEmbedded()
+	addr, stop, err := redisserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}

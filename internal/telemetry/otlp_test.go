@@ -1,4 +1,4 @@
-package telemetry
+package telemetry_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/mimlstream/mimlstream/internal/telemetry"
 )
 
 // collector is an in-process OTLP/gRPC trace receiver.
@@ -46,7 +48,7 @@ func TestOTLPExport(t *testing.T) {
 			col.mu.Unlock()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			p, err := Setup(ctx, Config{ServiceName: "annotator", Exporter: ExporterOTLP, OTLPEndpoint: endpoint,
+			p, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "annotator", Exporter: telemetry.ExporterOTLP, OTLPEndpoint: endpoint,
 				Insecure: endpoint == l.Addr().String()})
 			if err != nil {
 				t.Fatal(err)

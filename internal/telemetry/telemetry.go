@@ -25,7 +25,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -120,64 +119,42 @@ func Setup(ctx context.Context, cfg Config) (*Providers, error) {
 		return nil, fmt.Errorf("telemetry: unknown exporter %q (want %s, %s or %s)", cfg.Exporter, ExporterNone, ExporterStdout, ExporterOTLP)
 	}
 	tp := sdktrace.NewTracerProvider(topts...)
-
-	mp, handler, err := prometheusMeter(res, true)
+	p, err := NewProviders(tp, res, true)
 	if err != nil {
 		return nil, errors.Join(err, tp.Shutdown(ctx))
 	}
+	return p, nil
+}
+
+// NewProviders completes a tracer provider into a service's providers: a
+// meter read by a Prometheus exporter on a private registry (with the Go
+// runtime and process collectors when runtimeMetrics), the handler serving
+// that registry, the W3C propagator, and a Shutdown of both providers. A
+// private registry keeps two providers in one process (tests, or a command
+// embedding two services) from colliding. Setup uses it; so do the test
+// providers of internal/testsupport/telemetrytest, which record spans.
+func NewProviders(tp *sdktrace.TracerProvider, res *resource.Resource, runtimeMetrics bool) (*Providers, error) {
+	reg := prometheus.NewRegistry()
+	if runtimeMetrics {
+		if err := errors.Join(
+			reg.Register(collectors.NewGoCollector()),
+			reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		); err != nil {
+			return nil, fmt.Errorf("telemetry runtime metrics: %w", err)
+		}
+	}
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry prometheus exporter: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 	return &Providers{
 		Tracer:         tp,
 		Meter:          mp,
-		MetricsHandler: handler,
+		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Propagator:     Propagator(),
 		Shutdown: func(ctx context.Context) error {
 			return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
 		},
 	}, nil
-}
-
-// prometheusMeter returns a meter provider read by a Prometheus exporter
-// registered on a private registry, and the handler serving that registry.
-// A private registry keeps two providers in one process (tests, or a
-// command embedding two services) from colliding.
-func prometheusMeter(res *resource.Resource, runtime bool) (*sdkmetric.MeterProvider, http.Handler, error) {
-	reg := prometheus.NewRegistry()
-	if runtime {
-		if err := errors.Join(
-			reg.Register(collectors.NewGoCollector()),
-			reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
-		); err != nil {
-			return nil, nil, fmt.Errorf("telemetry runtime metrics: %w", err)
-		}
-	}
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		return nil, nil, fmt.Errorf("telemetry prometheus exporter: %w", err)
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
-	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), nil
-}
-
-// NewTestProviders returns providers that record finished spans in memory
-// (read them from the SpanRecorder) and serve metrics from a private
-// registry, for tests.
-func NewTestProviders() (*Providers, *tracetest.SpanRecorder) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	res := resource.NewSchemaless(semconv.ServiceName("test"))
-	mp, handler, err := prometheusMeter(res, false)
-	if err != nil {
-		// Only registration conflicts fail here, and a fresh registry
-		// has none.
-		panic(fmt.Sprintf("telemetry: test providers: %v", err))
-	}
-	return &Providers{
-		Tracer:         tp,
-		Meter:          mp,
-		MetricsHandler: handler,
-		Propagator:     Propagator(),
-		Shutdown: func(ctx context.Context) error {
-			return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
-		},
-	}, sr
 }

@@ -1,4 +1,4 @@
-package telemetry
+package telemetry_test
 
 import (
 	"bytes"
@@ -18,10 +18,13 @@ import (
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mimlstream/mimlstream/internal/telemetry"
+	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 )
 
 func TestInjectExtractRoundTrip(t *testing.T) {
-	p, _ := NewTestProviders()
+	p, _ := telemetrytest.NewProviders()
 	defer p.Shutdown(context.Background())
 	tests := []struct {
 		name    string
@@ -52,7 +55,7 @@ func TestInjectExtractRoundTrip(t *testing.T) {
 
 			orig := append([]kafka.Header(nil), tc.headers...)
 			h := tc.headers
-			Inject(ctx, p.Propagator, &h)
+			telemetry.Inject(ctx, p.Propagator, &h)
 			if n := countKey(h, "traceparent"); n != 1 {
 				t.Fatalf("%d traceparent headers after Inject, want 1: %v", n, h)
 			}
@@ -67,7 +70,7 @@ func TestInjectExtractRoundTrip(t *testing.T) {
 				}
 			}
 
-			got := Extract(context.Background(), p.Propagator, h)
+			got := telemetry.Extract(context.Background(), p.Propagator, h)
 			sc := trace.SpanContextFromContext(got)
 			if sc.TraceID() != sent.TraceID() || sc.SpanID() != sent.SpanID() || !sc.IsRemote() || !sc.IsSampled() {
 				t.Errorf("extracted %v/%v remote=%v, sent %v/%v", sc.TraceID(), sc.SpanID(), sc.IsRemote(), sent.TraceID(), sent.SpanID())
@@ -90,8 +93,8 @@ func countKey(h []kafka.Header, key string) int {
 }
 
 func TestExtractWithoutContext(t *testing.T) {
-	p, _ := NewTestProviders()
-	got := Extract(context.Background(), p.Propagator, []kafka.Header{{Key: "traceparent", Value: []byte("garbage")}})
+	p, _ := telemetrytest.NewProviders()
+	got := telemetry.Extract(context.Background(), p.Propagator, []kafka.Header{{Key: "traceparent", Value: []byte("garbage")}})
 	if trace.SpanContextFromContext(got).IsValid() {
 		t.Error("extracted a valid span context from a malformed traceparent")
 	}
@@ -101,14 +104,14 @@ func TestExtractWithoutContext(t *testing.T) {
 // started from an extracted context belongs to the sender's trace and has
 // the sender's span as parent.
 func TestTracePropagatesAcrossServices(t *testing.T) {
-	producer, _ := NewTestProviders()
-	consumer, rec := NewTestProviders()
+	producer, _ := telemetrytest.NewProviders()
+	consumer, rec := telemetrytest.NewProviders()
 	ctx, span := producer.Tracer.Tracer("ingest").Start(context.Background(), "publish")
 	var h []kafka.Header
-	Inject(ctx, producer.Propagator, &h)
+	telemetry.Inject(ctx, producer.Propagator, &h)
 	span.End()
 
-	_, child := consumer.Tracer.Tracer("annotator").Start(Extract(context.Background(), consumer.Propagator, h), "annotate")
+	_, child := consumer.Tracer.Tracer("annotator").Start(telemetry.Extract(context.Background(), consumer.Propagator, h), "annotate")
 	child.End()
 	spans := rec.Ended()
 	if len(spans) != 1 {
@@ -123,7 +126,7 @@ func TestTracePropagatesAcrossServices(t *testing.T) {
 
 func TestMetricsHandlerServesCounter(t *testing.T) {
 	ctx := context.Background()
-	p, err := Setup(ctx, Config{ServiceName: "annotator"})
+	p, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "annotator"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +197,8 @@ func keys[V any](m map[string]V) []string {
 // TestProvidersAreIndependent checks that two providers in one process do
 // not share metric state (no global registry).
 func TestProvidersAreIndependent(t *testing.T) {
-	a, _ := NewTestProviders()
-	b, _ := NewTestProviders()
+	a, _ := telemetrytest.NewProviders()
+	b, _ := telemetrytest.NewProviders()
 	c, err := a.Meter.Meter("t").Int64Counter("only_in_a")
 	if err != nil {
 		t.Fatal(err)
@@ -219,17 +222,17 @@ func TestSetupExporters(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		cfg     Config
+		cfg     telemetry.Config
 		wantErr bool
 	}{
-		{name: "none", cfg: Config{ServiceName: "s", Exporter: "none"}},
-		{name: "default is none", cfg: Config{ServiceName: "s"}},
-		{name: "stdout", cfg: Config{ServiceName: "s", Exporter: "stdout"}},
+		{name: "none", cfg: telemetry.Config{ServiceName: "s", Exporter: "none"}},
+		{name: "default is none", cfg: telemetry.Config{ServiceName: "s"}},
+		{name: "stdout", cfg: telemetry.Config{ServiceName: "s", Exporter: "stdout"}},
 		// The OTLP exporter connects lazily: a collector that is down must
 		// not fail start-up, and shutdown must end within its context.
-		{name: "otlp, collector down", cfg: Config{ServiceName: "s", Exporter: "otlp", OTLPEndpoint: closed, Insecure: true}},
-		{name: "unknown exporter", cfg: Config{ServiceName: "s", Exporter: "zipkin"}, wantErr: true},
-		{name: "no service name", cfg: Config{Exporter: "none"}, wantErr: true},
+		{name: "otlp, collector down", cfg: telemetry.Config{ServiceName: "s", Exporter: "otlp", OTLPEndpoint: closed, Insecure: true}},
+		{name: "unknown exporter", cfg: telemetry.Config{ServiceName: "s", Exporter: "zipkin"}, wantErr: true},
+		{name: "no service name", cfg: telemetry.Config{Exporter: "none"}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,7 +240,7 @@ func TestSetupExporters(t *testing.T) {
 			tc.cfg.Stdout = &out
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			p, err := Setup(ctx, tc.cfg)
+			p, err := telemetry.Setup(ctx, tc.cfg)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatal("Setup succeeded, want an error")
@@ -255,16 +258,16 @@ func TestSetupExporters(t *testing.T) {
 			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer scancel()
 			err = p.Shutdown(sctx)
-			if tc.cfg.Exporter != ExporterOTLP && err != nil {
+			if tc.cfg.Exporter != telemetry.ExporterOTLP && err != nil {
 				t.Errorf("Shutdown: %v", err)
 			}
-			if sctx.Err() != nil && tc.cfg.Exporter != ExporterOTLP {
+			if sctx.Err() != nil && tc.cfg.Exporter != telemetry.ExporterOTLP {
 				t.Error("Shutdown used its whole deadline")
 			}
 			wrote := strings.Contains(out.String(), "unit-of-work") &&
 				strings.Contains(out.String(), span.SpanContext().TraceID().String())
-			if wrote != (tc.cfg.Exporter == ExporterStdout) {
-				t.Errorf("stdout output has the span: %v, want %v", wrote, tc.cfg.Exporter == ExporterStdout)
+			if wrote != (tc.cfg.Exporter == telemetry.ExporterStdout) {
+				t.Errorf("stdout output has the span: %v, want %v", wrote, tc.cfg.Exporter == telemetry.ExporterStdout)
 			}
 		})
 	}

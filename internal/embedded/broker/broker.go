@@ -1,0 +1,64 @@
+// Package broker starts an embedded Kafka-protocol broker (franz-go's kfake)
+// on loopback, for the demo, the tests and development tools. No production
+// package imports it (internal/archtest checks that the service commands do
+// not link it); topics on a real cluster are created by
+// kafkaio.EnsureTopics.
+package broker
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Embedded is a running in-process Kafka-protocol cluster.
+type Embedded struct {
+	cluster *kfake.Cluster
+}
+
+// Options configure an embedded cluster.
+type Options struct {
+	// Port to listen on (loopback); 0 picks a free port.
+	Port int
+	// Topics are created at start with Partitions partitions each.
+	Topics     []string
+	Partitions int
+}
+
+// Start launches an embedded single-node cluster on 127.0.0.1.
+func Start(o Options) (*Embedded, error) {
+	if o.Partitions <= 0 {
+		o.Partitions = 4
+	}
+	port := o.Port
+	listen := func(network, _ string) (net.Listener, error) {
+		// kfake listens on all interfaces by default; the embedded broker
+		// is a development tool and must not be reachable from elsewhere.
+		return net.Listen(network, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ListenFn(listen),
+		kfake.DefaultNumPartitions(o.Partitions),
+		// Short session timeouts let a killed consumer's partitions move to
+		// a live member quickly (tests SIGKILL annotators).
+		kfake.GroupMinSessionTimeout(500 * time.Millisecond),
+	}
+	if len(o.Topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(int32(o.Partitions), o.Topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded broker: %w", err)
+	}
+	return &Embedded{cluster: c}, nil
+}
+
+// Addrs returns the bootstrap addresses of the cluster.
+func (e *Embedded) Addrs() []string { return e.cluster.ListenAddrs() }
+
+// Close stops the cluster; its data is lost.
+func (e *Embedded) Close() { e.cluster.Close() }

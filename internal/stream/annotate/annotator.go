@@ -1,0 +1,633 @@
+package annotate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/telemetry"
+	"github.com/mimlstream/mimlstream/schemas"
+)
+
+// AnnotatorConfig configures an annotator.
+type AnnotatorConfig struct {
+	Brokers []string
+	GroupID string
+	Topics  wire.Topics
+	// Name identifies this instance in annotations and logs.
+	Name string
+	// Kinds decodes the model blobs; Store serves them.
+	Kinds *models.Registry
+	Store ModelStore
+	// Cache, when non-nil, holds mapped instance vectors for models that
+	// implement models.FeatureMapper.
+	Cache FeatureCache
+	// Workers annotating a batch in parallel; <= 0 means all cores.
+	Workers int
+	// BatchSize bounds a batch; BatchWait bounds how long a batch waits to
+	// fill once its first message arrived.
+	BatchSize int
+	BatchWait time.Duration
+	// PollInterval is the period of the registry check that backs up the
+	// pub/sub notification (which is at most once).
+	PollInterval time.Duration
+	// MaxMessageBytes dead-letters larger messages; <= 0 means no limit.
+	MaxMessageBytes int
+	// MaxOutputBytes bounds an annotation message (the broker's message
+	// size limit, 1 MiB by default in Kafka, less some headroom).
+	MaxOutputBytes int
+	// DrainTimeout bounds the work after shutdown is requested: finishing,
+	// writing and committing the batch in flight.
+	DrainTimeout time.Duration
+	// SessionTimeout and HeartbeatInterval tune how fast the group notices
+	// a dead member.
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	Obs               service.Observability
+}
+
+func (c *AnnotatorConfig) defaults() {
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 64
+	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = 20 * time.Millisecond
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 5 * time.Second
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = 1<<20 - 16<<10
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 15 * time.Second
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 10 * time.Second
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = c.SessionTimeout / 5
+	}
+	if c.GroupID == "" {
+		c.GroupID = "annotator"
+	}
+	c.Obs = c.Obs.WithDefaults()
+}
+
+// Annotator consumes bags, annotates them with the registry's current model
+// and writes annotations and dead letters. Offsets are committed only after
+// every output of a batch is acknowledged (at-least-once; outputs are keyed
+// by bag id so duplicates are idempotent downstream).
+type Annotator struct {
+	cfg       AnnotatorConfig
+	validator *wire.Validator
+	cache     *cachedMapper
+	tracer    trace.Tracer
+	model     atomic.Pointer[servedModel]
+	consuming atomic.Bool
+	m         annotatorMetrics
+	rate      *rateMeter
+	lag       *lagTracker
+}
+
+type annotatorMetrics struct {
+	bags        metric.Int64Counter
+	deadLetters metric.Int64Counter
+	latency     metric.Float64Histogram
+	e2e         metric.Float64Histogram
+	swaps       metric.Int64Counter
+}
+
+// NewAnnotator validates the configuration and registers the metrics.
+func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
+	cfg.defaults()
+	if len(cfg.Brokers) == 0 || cfg.Kinds == nil || cfg.Store == nil {
+		return nil, errors.New("annotator: brokers, model kinds and model store are required")
+	}
+	if cfg.Topics.Annotate == "" || cfg.Topics.Annotations == "" || cfg.Topics.DeadLetter == "" {
+		return nil, errors.New("annotator: annotate, annotations and dead-letter topics are required")
+	}
+	v, err := wire.NewValidator(cfg.MaxMessageBytes)
+	if err != nil {
+		return nil, err
+	}
+	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation), rate: newRateMeter(10 * time.Second), lag: newLagTracker(30 * time.Second)}
+	if cfg.Cache != nil {
+		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second}
+	}
+	if err := a.initMetrics(); err != nil {
+		return nil, fmt.Errorf("annotator metrics: %w", err)
+	}
+	return a, nil
+}
+
+func (a *Annotator) initMetrics() error {
+	mt := a.cfg.Obs.Meter.Meter(service.Instrumentation)
+	var err error
+	var errs []error
+	a.m.bags, err = mt.Int64Counter("mimlstream.annotator.bags", metric.WithDescription("Bags annotated."), metric.WithUnit("{bag}"))
+	errs = append(errs, err)
+	a.m.deadLetters, err = mt.Int64Counter("mimlstream.annotator.dead_letters", metric.WithDescription("Messages dead-lettered, by reason."), metric.WithUnit("{message}"))
+	errs = append(errs, err)
+	a.m.latency, err = mt.Float64Histogram("mimlstream.annotator.latency", metric.WithDescription("Decode and annotate time per bag."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+	errs = append(errs, err)
+	a.m.e2e, err = mt.Float64Histogram("mimlstream.annotator.pipeline_latency", metric.WithDescription("Time from the bag's produce timestamp to its annotation's acknowledgement."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	errs = append(errs, err)
+	a.m.swaps, err = mt.Int64Counter("mimlstream.annotator.model_swaps", metric.WithDescription("Model versions loaded."))
+	errs = append(errs, err)
+	rate, err := mt.Float64ObservableGauge("mimlstream.annotator.bags_per_second", metric.WithDescription("Bags annotated per second over the last 10 s."))
+	errs = append(errs, err)
+	version, err := mt.Int64ObservableGauge("mimlstream.annotator.model_version", metric.WithDescription("Number of the model version served (vN -> N); the version label carries the id."))
+	errs = append(errs, err)
+	lag, err := mt.Int64ObservableGauge("mimlstream.annotator.consumer_lag", metric.WithDescription("Messages behind the end of the assigned partitions."), metric.WithUnit("{message}"))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveFloat64(rate, a.rate.Rate(time.Now()))
+		if s := a.model.Load(); s != nil {
+			n, _ := strconv.ParseInt(strings.TrimPrefix(s.meta.Version, "v"), 10, 64)
+			o.ObserveInt64(version, n, metric.WithAttributes(attribute.String("version", s.meta.Version), attribute.String("kind", s.meta.Kind)))
+		}
+		if n, ok := a.lag.Total(time.Now()); ok {
+			o.ObserveInt64(lag, n)
+		}
+		return nil
+	}, rate, version, lag)
+	return err
+}
+
+// ModelVersion returns the version being served, or "" before the first load.
+func (a *Annotator) ModelVersion() string {
+	if s := a.model.Load(); s != nil {
+		return s.meta.Version
+	}
+	return ""
+}
+
+// Ready reports whether the annotator holds a model and is consuming.
+func (a *Annotator) Ready() bool { return a.model.Load() != nil && a.consuming.Load() }
+
+// Handler serves /healthz, /readyz and, when metrics is non-nil, /metrics.
+func (a *Annotator) Handler(metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.Ready() {
+			http.Error(w, "not ready: no model loaded or not consuming", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "ok %s\n", a.ModelVersion())
+	})
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
+	return mux
+}
+
+// Run consumes until ctx is done, then drains the batch in flight, commits
+// it and leaves the group. It returns nil on a clean shutdown.
+func (a *Annotator) Run(ctx context.Context) error {
+	log := a.cfg.Obs.Logger.With("annotator", a.cfg.Name)
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	loaded := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.watchModel(watchCtx, ctx, loaded)
+	}()
+	defer wg.Wait()
+	defer stopWatch()
+
+	// No model, no consumption: bags stay in Kafka rather than being
+	// dead-lettered or annotated by nothing.
+	select {
+	case <-loaded:
+	case <-ctx.Done():
+		return nil
+	}
+
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           a.cfg.Brokers,
+		GroupID:           a.cfg.GroupID,
+		Topic:             a.cfg.Topics.Annotate,
+		MinBytes:          1,
+		MaxBytes:          64 << 20,
+		MaxWait:           100 * time.Millisecond,
+		StartOffset:       kafka.FirstOffset,
+		CommitInterval:    0, // synchronous commits, after outputs are acknowledged
+		SessionTimeout:    a.cfg.SessionTimeout,
+		HeartbeatInterval: a.cfg.HeartbeatInterval,
+		RebalanceTimeout:  a.cfg.SessionTimeout,
+		JoinGroupBackoff:  200 * time.Millisecond,
+		ReadBackoffMin:    10 * time.Millisecond,
+		ReadBackoffMax:    100 * time.Millisecond,
+		// Group membership changes (joins, rebalances, assignments) are
+		// what an operator needs when partitions stall.
+		Logger:      kafkaio.Logger(log, slog.LevelDebug),
+		ErrorLogger: kafkaio.Logger(log, slog.LevelWarn),
+	})
+	w := kafkaio.NewWriter(a.cfg.Brokers)
+	defer func() {
+		a.consuming.Store(false)
+		if err := r.Close(); err != nil {
+			log.Warn("close reader", "err", err)
+		}
+		if err := w.Close(); err != nil {
+			log.Warn("close writer", "err", err)
+		}
+	}()
+	a.consuming.Store(true)
+	log.Info("consuming", "topic", a.cfg.Topics.Annotate, "group", a.cfg.GroupID, "model", a.ModelVersion())
+
+	for {
+		batch := a.fetchBatch(ctx, r)
+		if len(batch) > 0 {
+			// A shutdown request does not interrupt the batch in flight:
+			// it completes (written, acknowledged, committed) unless the
+			// drain deadline passes first. Dropping it would only force
+			// another member to redo it.
+			bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
+			stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(a.cfg.DrainTimeout, cancelBatch) })
+			err := a.handleBatch(bctx, r, w, batch)
+			stopDrainTimer()
+			cancelBatch()
+			if err != nil {
+				if ctx.Err() != nil {
+					log.Warn("drain incomplete; uncommitted bags will be redelivered", "err", err, "bags", len(batch))
+					return nil
+				}
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			log.Info("drained; leaving the group")
+			return nil
+		}
+	}
+}
+
+// fetchBatch returns up to BatchSize messages: it blocks for the first, then
+// takes what arrives within BatchWait. It returns what it has when ctx ends.
+func (a *Annotator) fetchBatch(ctx context.Context, r *kafka.Reader) []kafka.Message {
+	first, err := r.FetchMessage(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Obs.Logger.Warn("fetch", "err", err)
+			time.Sleep(100 * time.Millisecond)
+		}
+		return nil
+	}
+	batch := []kafka.Message{first}
+	wctx, cancel := context.WithTimeout(ctx, a.cfg.BatchWait)
+	defer cancel()
+	for len(batch) < a.cfg.BatchSize {
+		m, err := r.FetchMessage(wctx)
+		if err != nil {
+			break
+		}
+		batch = append(batch, m)
+	}
+	return batch
+}
+
+// output is what one input message produced.
+type output struct {
+	msg     kafka.Message
+	produce trace.Span
+	span    trace.Span
+	dead    bool
+	reason  wire.Reason
+	mode    models.Mode
+	latency time.Duration
+}
+
+// handleBatch annotates a batch with one model snapshot (so a hot swap lands
+// between batches, never inside one), writes every output, waits for the
+// acknowledgements, then commits.
+func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.Writer, batch []kafka.Message) error {
+	sm := a.model.Load()
+	outs := make([]output, len(batch))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(a.cfg.Workers, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				outs[i] = a.process(ctx, sm, batch[i])
+			}
+		}()
+	}
+	for i := range batch {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	msgs := make([]kafka.Message, len(outs))
+	for i := range outs {
+		msgs[i] = outs[i].msg
+	}
+	err := kafkaio.WriteAcked(ctx, w, msgs)
+	now := time.Now()
+	for i := range outs {
+		o := &outs[i]
+		if err != nil {
+			o.produce.RecordError(err)
+			o.produce.SetStatus(codes.Error, "produce failed")
+		}
+		o.produce.End()
+		o.span.End()
+	}
+	if err != nil {
+		return fmt.Errorf("write outputs: %w", err)
+	}
+	for i, o := range outs {
+		if o.dead {
+			a.m.deadLetters.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", string(o.reason))))
+			continue
+		}
+		a.m.bags.Add(ctx, 1, metric.WithAttributes(attribute.String("mode", string(o.mode))))
+		a.m.latency.Record(ctx, o.latency.Seconds())
+		if ts := batch[i].Time; !ts.IsZero() {
+			a.m.e2e.Record(ctx, now.Sub(ts).Seconds())
+		}
+	}
+	a.rate.Add(now, len(batch))
+	for _, m := range batch {
+		a.lag.Observe(m.Partition, m.HighWaterMark-m.Offset-1, now)
+	}
+	if err := r.CommitMessages(ctx, batch...); err != nil {
+		// The outputs are out; a failed commit (a rebalance moved the
+		// partition, say) only means redelivery, which the keyed outputs
+		// make idempotent. Not a reason to stop serving.
+		a.cfg.Obs.Logger.Warn("commit failed; the batch may be redelivered", "err", err, "bags", len(batch))
+	}
+	return nil
+}
+
+// process turns one input message into an annotation or a dead letter.
+func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Message) output {
+	p := a.cfg.Obs.Propagator
+	ctx = telemetry.Extract(ctx, p, in.Headers)
+	ctx, span := a.tracer.Start(ctx, "annotate", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		attribute.String("messaging.system", "kafka"),
+		attribute.String("messaging.destination.name", in.Topic),
+		attribute.Int("messaging.kafka.destination.partition", in.Partition),
+		attribute.Int64("messaging.kafka.message.offset", in.Offset),
+		attribute.String("messaging.kafka.message.key", string(in.Key)),
+		attribute.String("model.version", sm.meta.Version),
+	))
+	start := time.Now()
+	ann, mode, bm, err := a.annotate(ctx, sm, in)
+	latency := time.Since(start)
+
+	o := output{span: span, mode: mode, latency: latency}
+	var value []byte
+	topic := a.cfg.Topics.Annotations
+	if err != nil {
+		reason, isInput := reasonOf(err)
+		if !isInput {
+			reason = wire.ReasonModelError
+		}
+		o.dead, o.reason, topic = true, reason, a.cfg.Topics.DeadLetter
+		span.RecordError(err)
+		span.SetStatus(codes.Error, string(reason))
+		value = a.deadLetter(in, reason, err)
+	} else {
+		var ingested *time.Time
+		if !in.Time.IsZero() {
+			t := in.Time.UTC()
+			ingested = &t
+		}
+		out := wire.AnnotationMessage{
+			SchemaVersion: schemas.Version, BagID: bm.ID, Source: bm.Source,
+			Model: sm.meta.Kind, ModelVersion: sm.meta.Version, Mode: string(mode), Classes: sm.meta.Classes,
+			InstanceLabels: ann.InstanceLabels, InstanceScores: ann.InstanceScores,
+			BagLabels: nonNilInts(ann.BagLabels), BagScores: nonNilFloats(ann.BagScores),
+			LatencyMS: float64(latency.Microseconds()) / 1000, IngestedAt: ingested,
+			AnnotatedAt: time.Now().UTC(), Annotator: a.cfg.Name,
+		}
+		value, err = json.Marshal(out)
+		if err == nil && len(value) > a.cfg.MaxOutputBytes && out.InstanceScores != nil {
+			// The per-instance scores of a very large bag would make an
+			// annotation the broker refuses; the labels still fit.
+			out.InstanceScores = nil
+			value, err = json.Marshal(out)
+			span.AddEvent("instance scores dropped: annotation too large")
+		}
+		switch {
+		case err != nil:
+			// Scores that JSON cannot carry (NaN) are a model fault.
+			o.dead, o.reason, topic = true, wire.ReasonModelError, a.cfg.Topics.DeadLetter
+			value = a.deadLetter(in, wire.ReasonModelError, fmt.Errorf("encode annotation: %w", err))
+		case len(value) > a.cfg.MaxOutputBytes:
+			o.dead, o.reason, topic = true, wire.ReasonOversize, a.cfg.Topics.DeadLetter
+			value = a.deadLetter(in, wire.ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), a.cfg.MaxOutputBytes))
+		}
+	}
+	pctx, produce := a.tracer.Start(ctx, "produce", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.destination.name", topic)))
+	o.produce = produce
+	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: kafkaio.Headers(pctx, p)}
+	return o
+}
+
+// annotate decodes, checks and annotates one bag.
+func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Message) (models.Annotation, models.Mode, *wire.BagMessage, error) {
+	_, dspan := a.tracer.Start(ctx, "decode")
+	bm, err := a.validator.DecodeBag(in.Value)
+	if err == nil {
+		err = checkAgainstModel(bm, sm)
+	}
+	if err != nil {
+		dspan.RecordError(err)
+		dspan.SetStatus(codes.Error, "invalid bag")
+	}
+	dspan.End()
+	if err != nil {
+		return models.Annotation{}, "", nil, err
+	}
+	bag := bm.Bag()
+	mode := models.Inductive
+	if bag.Labeled() {
+		mode = models.Transductive
+	}
+	ictx, ispan := a.tracer.Start(ctx, "infer", trace.WithAttributes(
+		attribute.String("model.kind", sm.meta.Kind), attribute.String("mode", string(mode)), attribute.Int("instances", len(bag.Instances))))
+	defer ispan.End()
+	var ann models.Annotation
+	if sm.mapper != nil {
+		ann, err = a.cache.annotate(ictx, sm.mapper, bag, mode)
+	} else {
+		ann, err = sm.model.Annotate(ictx, bag, mode)
+	}
+	if err != nil {
+		ispan.RecordError(err)
+		ispan.SetStatus(codes.Error, "annotate failed")
+		return models.Annotation{}, mode, bm, fmt.Errorf("annotate bag %q: %w", bag.ID, err)
+	}
+	return ann, mode, bm, nil
+}
+
+// reasonOf classifies an error of the annotate step: the wire format's
+// input errors (wire.ReasonOf) and the model contract's, which a model
+// returns for a bag it cannot take. Anything else is not an input error (ok
+// false): a fault of the model, dead-lettered as model_error.
+func reasonOf(err error) (wire.Reason, bool) {
+	var re *wire.RejectError
+	switch {
+	case errors.As(err, &re):
+		return re.Reason, true
+	case errors.Is(err, models.ErrLabelSetTooLarge):
+		return wire.ReasonLabelSetTooLarge, true
+	}
+	if r, ok := wire.ReasonOf(err); ok {
+		return r, true
+	}
+	if errors.Is(err, models.ErrBadInput) {
+		return wire.ReasonBadInput, true
+	}
+	return "", false
+}
+
+// checkAgainstModel rejects bags the served model cannot read: another
+// dimension, or labels over another class vocabulary.
+func checkAgainstModel(bm *wire.BagMessage, sm *servedModel) error {
+	if bm.Dim != sm.meta.Dim {
+		return wire.Reject(wire.ReasonDimension, fmt.Errorf("bag %q has dimension %d, model %s expects %d", bm.ID, bm.Dim, sm.meta.Version, sm.meta.Dim))
+	}
+	if bm.Labels != nil && !slices.Equal(bm.Classes, sm.meta.Classes) {
+		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, model %s has %v", bm.ID, bm.Classes, sm.meta.Version, sm.meta.Classes))
+	}
+	return nil
+}
+
+func (a *Annotator) deadLetter(in kafka.Message, reason wire.Reason, err error) []byte {
+	return wire.EncodeDeadLetter(wire.StageAnnotate, reason, err, string(in.Key), in.Topic, in.Partition, in.Offset, in.Value)
+}
+
+func nonNilInts(v []int) []int {
+	if v == nil {
+		return []int{}
+	}
+	return v
+}
+
+func nonNilFloats(v []float64) []float64 {
+	if v == nil {
+		return []float64{}
+	}
+	return v
+}
+
+// watchModel keeps a.model on the registry's current version: it loads it at
+// start (retrying until it exists), then reloads on every notification and
+// every PollInterval. Failures (Redis down, a corrupt blob) keep the model
+// already held. loaded is closed after the first successful load. runCtx is
+// the annotator's context: the first load gives up when it ends.
+func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct{}) {
+	log := a.cfg.Obs.Logger.With("annotator", a.cfg.Name)
+	var once sync.Once
+	reload := func() {
+		blob, meta, err := a.cfg.Store.Current(ctx)
+		if err != nil {
+			if a.model.Load() != nil {
+				log.Warn("model registry unavailable; serving the model held", "version", a.ModelVersion(), "err", err)
+			} else {
+				log.Info("waiting for a current model", "err", err)
+			}
+			return
+		}
+		if cur := a.model.Load(); cur != nil && cur.meta.Version == meta.Version {
+			return
+		}
+		sm, err := decodeServed(a.cfg.Kinds, blob, meta)
+		if err != nil {
+			log.Error("refusing model version", "version", meta.Version, "err", err)
+			return
+		}
+		old := a.ModelVersion()
+		a.model.Store(sm)
+		a.m.swaps.Add(ctx, 1, metric.WithAttributes(attribute.String("version", meta.Version)))
+		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
+		once.Do(func() { close(loaded) })
+	}
+
+	var notes <-chan string
+	subscribe := func() {
+		ch, err := a.cfg.Store.Subscribe(ctx)
+		if err != nil {
+			log.Warn("model notifications unavailable; polling", "err", err)
+			return
+		}
+		notes = ch
+	}
+	subscribe()
+	reload()
+	// Poll fast until the first model arrives, so a fresh deployment starts
+	// as soon as one is promoted even without a notification.
+	interval := a.cfg.PollInterval
+	if a.model.Load() == nil {
+		interval = min(interval, 500*time.Millisecond)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-runCtx.Done():
+			if a.model.Load() == nil {
+				return
+			}
+			runCtx = context.Background() // keep watching while draining
+		case _, ok := <-notes:
+			if !ok {
+				notes = nil // resubscribed at the next tick
+				continue
+			}
+			reload()
+		case <-t.C:
+			if notes == nil {
+				subscribe()
+			}
+			reload()
+			if interval != a.cfg.PollInterval && a.model.Load() != nil {
+				interval = a.cfg.PollInterval
+				t.Reset(interval)
+			}
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package annotate
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
+)
+
+// Config is the settings of the annotator service, one field per flag.
+type Config struct {
+	Kafka     service.Kafka
+	Redis     redisflag.Config
+	Telemetry service.Telemetry
+	// Name identifies the instance in annotations and logs; Group is the
+	// consumer group; Listen the address of /healthz, /readyz and /metrics
+	// (empty: none).
+	Name, Group, Listen string
+	Workers, BatchSize  int
+	BatchWait, Poll     time.Duration
+	MaxMessageBytes     int
+	DrainTimeout        time.Duration
+	SessionTimeout      time.Duration
+	// NoFeatureCache turns the Redis cache of mapped instances off.
+	NoFeatureCache  bool
+	CachePrefix     string
+	CacheTTL        time.Duration
+	CacheMaxEntries int
+}
+
+// DefaultConfig returns the defaults of the annotator flags.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: ":8080", BatchSize: 64,
+		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
+		SessionTimeout: 10 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
+}
+
+func (c *Config) register(fs *flag.FlagSet) {
+	c.Kafka.Register(fs)
+	c.Redis.Register(fs)
+	c.Telemetry.Register(fs)
+	fs.StringVar(&c.Name, "name", c.Name, "instance `name` written into annotations")
+	fs.StringVar(&c.Group, "group", c.Group, "consumer group")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz and /metrics (empty: none)")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
+	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
+	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch waits to fill")
+	fs.DurationVar(&c.Poll, "poll", c.Poll, "period of the registry check backing up promotion notifications")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batch in flight at shutdown")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
+	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
+	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
+	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
+	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
+}
+
+// Command is the annotator command: it runs the annotator service until ctx
+// ends (SIGTERM), then drains and commits. kinds decodes the models
+// (catalog.New() in the command).
+func Command(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
+	fs := cli.NewFlagSet("annotator", `Usage: annotator --brokers HOST:PORT [flags]
+
+Consumes bags from Kafka as a member of a consumer group, annotates them with
+the model aliased "current" in the Redis registry (hot-swapped on promotion),
+and writes annotations and dead letters. Serves /healthz, /readyz and
+/metrics.`, env.Stderr)
+	cfg := DefaultConfig()
+	cfg.register(fs)
+	if err := service.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Kafka.Check(); err != nil {
+		return err
+	}
+	s, err := New(ctx, env, kinds, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped during start-up (waiting for Redis, say)
+		}
+		return err
+	}
+	defer s.Close()
+	return s.Run(ctx)
+}
+
+// Service is a started annotator service: the annotator, its Redis client,
+// logger and telemetry. The command and the demo build it with New.
+type Service struct {
+	cfg Config
+	rt  *service.Runtime
+	rdb *redis.Client
+	a   *Annotator
+}
+
+// New starts the service: logger, telemetry and topics, then Redis (waiting
+// for it until ctx ends), then the annotator.
+func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Config) (*Service, error) {
+	rt, err := service.Start(ctx, env, "annotator", cfg.Kafka, cfg.Telemetry, "name", cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	acfg := AnnotatorConfig{
+		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
+		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
+		Obs: rt.Obs(),
+	}
+	if !cfg.NoFeatureCache {
+		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
+	}
+	a, err := NewAnnotator(acfg)
+	if err != nil {
+		rdb.Close()
+		rt.Close()
+		return nil, err
+	}
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
+}
+
+// Annotator returns the service's annotator.
+func (s *Service) Annotator() *Annotator { return s.a }
+
+// Run consumes until ctx ends and serves /healthz, /readyz and /metrics on
+// the listen address, as one group (service.Run): the listener failing
+// stops the consumer, the consumer failing or draining closes the listener.
+func (s *Service) Run(ctx context.Context) error {
+	return service.Run(ctx, s.rt.Log, s.a.Run, service.Server{Addr: s.cfg.Listen, Handler: s.a.Handler(s.rt.Telemetry.MetricsHandler)})
+}
+
+// Close closes the Redis client and the telemetry.
+func (s *Service) Close() {
+	s.rdb.Close()
+	s.rt.Close()
+}

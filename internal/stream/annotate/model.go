@@ -1,0 +1,119 @@
+package annotate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// ModelStore is the part of the model registry the annotator reads.
+type ModelStore interface {
+	Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error)
+	// Subscribe yields version ids as they become current. Delivery is at
+	// most once, so the annotator also polls Current.
+	Subscribe(ctx context.Context) (<-chan string, error)
+}
+
+// FeatureCache stores mapped instance vectors (featurestore.Cache).
+type FeatureCache interface {
+	Get(ctx context.Context, key string) ([]float64, bool, error)
+	Put(ctx context.Context, key string, v []float64) error
+}
+
+// servedModel is one decoded model version as served by an annotator.
+type servedModel struct {
+	model  models.Model
+	meta   featurestore.VersionMeta
+	mapper models.FeatureMapper // nil when the model has nothing to cache
+}
+
+func decodeServed(kinds *models.Registry, blob []byte, meta featurestore.VersionMeta) (*servedModel, error) {
+	m, err := kinds.Decode(blob)
+	if err != nil {
+		return nil, fmt.Errorf("decode model %s: %w", meta.Version, err)
+	}
+	s := &servedModel{model: m, meta: meta}
+	if fm, ok := m.(models.FeatureMapper); ok && fm.FeatureSpace() != "" {
+		s.mapper = fm
+	}
+	return s, nil
+}
+
+// instanceKey names the cached mapping of x in a feature space: a hash of the
+// exact float bits, so equal vectors share an entry and different ones never
+// collide in practice.
+func instanceKey(space string, x []float64) string {
+	h := sha256.New()
+	var buf [8]byte
+	for _, v := range x {
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+		h.Write(buf[:])
+	}
+	return space + ":" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// cachedMapper wraps a feature cache with a circuit breaker: after a Redis
+// error the cache is bypassed for a cool-down, so an outage costs one
+// failed round trip, not one per instance.
+type cachedMapper struct {
+	cache    FeatureCache
+	log      *slog.Logger
+	cooldown time.Duration
+	offUntil atomic.Int64 // unix nanoseconds
+	hits     atomic.Int64
+	misses   atomic.Int64
+}
+
+func (c *cachedMapper) available() bool { return time.Now().UnixNano() >= c.offUntil.Load() }
+
+func (c *cachedMapper) trip(err error) {
+	if c.available() {
+		c.log.Warn("feature cache unavailable; computing locally", "err", err, "retry_in", c.cooldown)
+	}
+	c.offUntil.Store(time.Now().Add(c.cooldown).UnixNano())
+}
+
+// annotate maps every instance (through the cache when it answers) and
+// annotates the mapped bag.
+func (c *cachedMapper) annotate(ctx context.Context, fm models.FeatureMapper, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+	space := fm.FeatureSpace()
+	mapped := make([][]float64, len(b.Instances))
+	for i, x := range b.Instances {
+		var key string
+		if c != nil && c.available() {
+			key = instanceKey(space, x)
+			v, ok, err := c.cache.Get(ctx, key)
+			switch {
+			case err != nil:
+				c.trip(err)
+			case ok:
+				c.hits.Add(1)
+				mapped[i] = v
+				continue
+			default:
+				c.misses.Add(1)
+			}
+		}
+		v, err := fm.MapInstance(x)
+		if err != nil {
+			return models.Annotation{}, err
+		}
+		mapped[i] = v
+		if key != "" && c.available() {
+			if err := c.cache.Put(ctx, key, v); err != nil {
+				c.trip(err)
+			}
+		}
+	}
+	return fm.AnnotateMapped(ctx, b, mapped, mode)
+}

@@ -1,0 +1,126 @@
+package annotate
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
+	"github.com/segmentio/kafka-go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TestTraceChainIngestToAnnotation checks one trace per bag: ingest ->
+// annotate (across the Kafka headers) -> decode, infer, produce, and that
+// the annotation message carries the produce span's context onward.
+func TestTraceChainIngestToAnnotation(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prov, rec := telemetrytest.NewProviders()
+	obs := service.Observability{Tracer: prov.Tracer, Meter: prov.Meter, Propagator: prov.Propagator, Logger: streamtest.Logger(t)}
+
+	ds := streamtest.SmallDataset(12)
+	h.publishModel(ds, nil)
+	_, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.Obs = obs })
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Obs: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if _, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(ctx, len(ds.Bags), 20*time.Second)
+	// The annotator's /metrics serves its instruments through the
+	// Prometheus exporter.
+	rr := httptest.NewRecorder()
+	prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for _, name := range []string{"mimlstream_annotator_bags_total", "mimlstream_annotator_latency_seconds_bucket",
+		"mimlstream_annotator_model_version", "mimlstream_annotator_bags_per_second", "mimlstream_annotator_consumer_lag"} {
+		if !strings.Contains(rr.Body.String(), name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	// Every output carries the schema version and a trace context.
+	var headers []kafka.Header
+	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = kafkaio.Tail(tctx, h.brokers, h.topics.Annotations, "headers", func(m kafka.Message) error {
+		headers = m.Headers
+		return kafkaio.ErrStop
+	})
+	tcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hv := map[string]string{}
+	for _, x := range headers {
+		hv[x.Key] = string(x.Value)
+	}
+	if hv[wire.HeaderSchemaVersion] != "1" || !strings.HasPrefix(hv["traceparent"], "00-") {
+		t.Errorf("output headers %v lack the schema version or the trace context", hv)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	spans := rec.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	ingestByTrace := map[trace.TraceID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		if s.Name() == "ingest" {
+			if _, dup := ingestByTrace[s.SpanContext().TraceID()]; dup {
+				t.Errorf("two ingest spans in one trace")
+			}
+			ingestByTrace[s.SpanContext().TraceID()] = s
+		}
+	}
+	if len(ingestByTrace) != len(ds.Bags) {
+		t.Fatalf("%d ingest traces, want one per bag (%d)", len(ingestByTrace), len(ds.Bags))
+	}
+	children := map[trace.SpanID]map[string]int{}
+	annotates := 0
+	for _, s := range spans {
+		p := s.Parent().SpanID()
+		if children[p] == nil {
+			children[p] = map[string]int{}
+		}
+		children[p][s.Name()]++
+		if s.Name() != "annotate" {
+			continue
+		}
+		annotates++
+		ing, ok := ingestByTrace[s.SpanContext().TraceID()]
+		if !ok {
+			t.Errorf("annotate span in a trace without an ingest span: the chain is broken")
+			continue
+		}
+		if s.Parent().SpanID() != ing.SpanContext().SpanID() || !s.Parent().IsRemote() {
+			t.Errorf("annotate span's parent is %v, want the remote ingest span %v", s.Parent().SpanID(), ing.SpanContext().SpanID())
+		}
+	}
+	if annotates != len(ds.Bags) {
+		t.Errorf("%d annotate spans, want %d", annotates, len(ds.Bags))
+	}
+	for _, s := range spans {
+		if s.Name() != "annotate" {
+			continue
+		}
+		c := children[s.SpanContext().SpanID()]
+		if c["decode"] != 1 || c["infer"] != 1 || c["produce"] != 1 {
+			t.Errorf("annotate span children %v, want one decode, infer and produce", c)
+		}
+	}
+}

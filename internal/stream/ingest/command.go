@@ -1,0 +1,372 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+)
+
+// Config is the settings of the ingest service, one field per flag.
+type Config struct {
+	Kafka               service.Kafka
+	Telemetry           service.Telemetry
+	Data, JSONL, Listen string
+	LabelFraction, Rate float64
+	Seed                int64
+	WithInstanceLabels  bool
+	MaxMessageBytes     int
+	Batch, Limit        int
+	Progress            bool
+}
+
+// DefaultConfig returns the defaults of the ingest flags.
+func DefaultConfig() Config {
+	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
+		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true}
+}
+
+func (c *Config) register(fs *flag.FlagSet) {
+	c.Kafka.Register(fs)
+	c.Telemetry.Register(fs)
+	fs.StringVar(&c.Data, "data", c.Data, "dataset `file` to publish")
+	fs.StringVar(&c.JSONL, "jsonl", c.JSONL, "wire-format JSON lines `file` (- for standard input)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "serve POST /bags on this `address`")
+	fs.Float64Var(&c.LabelFraction, "label-fraction", c.LabelFraction, "fraction of the labeled bags that keep their labels (the rest are published unlabeled)")
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the label-fraction choice")
+	fs.BoolVar(&c.WithInstanceLabels, "with-instance-labels", c.WithInstanceLabels, "publish ground-truth instance labels (held back by default)")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "reject bags whose message is larger (0: no limit)")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "bags per produce batch")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
+	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
+	fs.BoolVar(&c.Progress, "progress", c.Progress, "show a progress bar for files")
+}
+
+// checkSource requires exactly one source of bags.
+func (c Config) checkSource() error {
+	n := 0
+	for _, s := range []string{c.Data, c.JSONL, c.Listen} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return cli.Usagef("give exactly one of --data, --jsonl and --listen")
+	}
+	return nil
+}
+
+// Command is the ingest command: it publishes bags from a dataset file,
+// from wire-format JSON lines (a file or standard input), or from HTTP
+// POSTs, and prints a summary.
+func Command(ctx context.Context, env service.Env, args []string) error {
+	fs := cli.NewFlagSet("ingest", `Usage: ingest --brokers HOST:PORT (--data PATH | --jsonl PATH|- | --listen ADDR) [flags]
+
+Validates bags and publishes them to the annotate topic; bags that keep their
+labels (--label-fraction of the labeled ones) also go to the training topic.
+--data reads any dataset format (.mat, .arff, .data, .jsonl, .csv);
+--jsonl reads wire-format bag messages (schemas/bag.schema.json), one per line,
+from a file or "-" for standard input; --listen serves POST /bags (one bag or
+JSON lines) until stopped. Invalid bags go to the dead-letter topic.`, env.Stderr)
+	cfg := DefaultConfig()
+	cfg.register(fs)
+	if err := service.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Kafka.Check(); err != nil {
+		return err
+	}
+	if err := cfg.checkSource(); err != nil {
+		return err
+	}
+	s, err := New(ctx, env, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped during start-up
+		}
+		return err
+	}
+	defer s.Close()
+	return s.Run(ctx)
+}
+
+// Service is a started ingest service: its publisher, logger and
+// telemetry. The command and the demo build it with New.
+type Service struct {
+	cfg Config
+	env service.Env
+	rt  *service.Runtime
+	pub *Publisher
+}
+
+// New starts the service (logger, telemetry, topics) and its publisher.
+func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
+	rt, err := service.Start(ctx, env, "ingest", cfg.Kafka, cfg.Telemetry)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := NewPublisher(PublisherConfig{Brokers: cfg.Kafka.Brokers, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
+		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes, Obs: rt.Obs()})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return &Service{cfg: cfg, env: env, rt: rt, pub: pub}, nil
+}
+
+// Publisher returns the service's publisher.
+func (s *Service) Publisher() *Publisher { return s.pub }
+
+// Close flushes and closes the publisher and the telemetry.
+func (s *Service) Close() {
+	if err := s.pub.Close(); err != nil {
+		s.rt.Log.Warn("close publisher", "err", err)
+	}
+	s.rt.Close()
+}
+
+// Run publishes from the configured source (--data, --jsonl, or --listen
+// until ctx ends), then prints the summary on Stdout.
+func (s *Service) Run(ctx context.Context) error {
+	start := time.Now()
+	var err error
+	switch {
+	case s.cfg.Data != "":
+		err = service.Run(ctx, s.rt.Log, s.ingestDataset)
+	case s.cfg.JSONL != "":
+		err = service.Run(ctx, s.rt.Log, s.ingestJSONL)
+	default:
+		err = service.Run(ctx, s.rt.Log, func(ctx context.Context) error { <-ctx.Done(); return nil },
+			service.Server{Addr: s.cfg.Listen, Handler: IngestHandler(s.pub, s.cfg.MaxMessageBytes)})
+	}
+	printSummary(s.env.Stdout, s.pub.Stats(), time.Since(start))
+	return err
+}
+
+func printSummary(w io.Writer, s IngestStats, d time.Duration) {
+	rej := 0
+	for _, n := range s.Rejected {
+		rej += n
+	}
+	fmt.Fprintf(w, "ingest: published %d bags (%d labeled, also to the training topic), rejected %d, in %v (%.0f bags/s)\n",
+		s.Published, s.Labeled, rej, d.Round(time.Millisecond), float64(s.Published)/max(d.Seconds(), 1e-9))
+	reasons := make([]string, 0, len(s.Rejected))
+	for r := range s.Rejected {
+		reasons = append(reasons, string(r))
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "  rejected %-20s %d\n", r, s.Rejected[wire.Reason(r)])
+	}
+}
+
+// pacer spaces batches so the average rate stays at most rate bags/s.
+type pacer struct {
+	rate  float64
+	start time.Time
+	sent  int
+}
+
+func newPacer(rate float64) *pacer { return &pacer{rate: rate, start: time.Now()} }
+
+// wait counts n more bags sent and waits until they are due.
+func (p *pacer) wait(ctx context.Context, n int) error {
+	p.sent += n
+	if p.rate <= 0 {
+		return nil
+	}
+	due := p.start.Add(time.Duration(float64(p.sent) / p.rate * float64(time.Second)))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(due)):
+		return nil
+	}
+}
+
+// PublishBags publishes bags of ds in order, in batches of at most batch
+// bags, at most rate bags per second on average (0: as fast as they are
+// acknowledged), and calls progress, when not nil, with the number of bags
+// published after each batch. A paced stream uses batches of a tenth of a
+// second at most, so it stays smooth. The ingest command's --data and the
+// demo both publish through it.
+func PublishBags(ctx context.Context, pub *Publisher, ds *mil.Dataset, bags []mil.Bag, rate float64, batch int, progress func(published int)) error {
+	batch = max(1, batch)
+	if rate > 0 {
+		batch = max(1, min(batch, int(rate/10)))
+	}
+	p := newPacer(rate)
+	for i := 0; i < len(bags); i += batch {
+		j := min(i+batch, len(bags))
+		if _, err := pub.PublishDataset(ctx, ds, bags[i:j]); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(j)
+		}
+		if err := p.wait(ctx, j-i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) ingestDataset(ctx context.Context) error {
+	ds, err := dataset.Load(s.cfg.Data)
+	if err != nil {
+		return err
+	}
+	bags := ds.Bags
+	if s.cfg.Limit > 0 && s.cfg.Limit < len(bags) {
+		bags = bags[:s.cfg.Limit]
+	}
+	bar := newBar(s.env, s.cfg.Progress, len(bags), "publishing "+ds.Name)
+	if err := PublishBags(ctx, s.pub, ds, bags, s.cfg.Rate, s.cfg.Batch, func(n int) { _ = bar.Set(n) }); err != nil {
+		return err
+	}
+	_ = bar.Finish()
+	return nil
+}
+
+func newBar(env service.Env, show bool, n int, what string) *progressbar.ProgressBar {
+	if !show {
+		return progressbar.DefaultSilent(int64(n), what)
+	}
+	return progressbar.NewOptions(n, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("bags"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }))
+}
+
+func (s *Service) ingestJSONL(ctx context.Context) error {
+	env, f := s.env, s.cfg
+	var r io.Reader = os.Stdin
+	if env.Stdin != nil {
+		r = env.Stdin
+	}
+	show := false
+	total := -1
+	if f.JSONL != "-" {
+		fh, err := os.Open(f.JSONL)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		r = fh
+		if st, err := fh.Stat(); err == nil {
+			total = int(st.Size())
+			show = f.Progress
+		}
+	}
+	var bar *progressbar.ProgressBar
+	if show {
+		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionSetDescription("publishing "+f.JSONL),
+			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }))
+	} else {
+		bar = progressbar.DefaultBytesSilent(-1, "")
+	}
+	sc := bufio.NewScanner(r)
+	// A line longer than the message limit is still read whole, so it is
+	// rejected as oversize rather than breaking the scan.
+	sc.Buffer(make([]byte, 0, 1<<20), max(f.MaxMessageBytes*2, 64<<20))
+	p := newPacer(f.Rate)
+	var pending [][]byte
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if _, err := s.pub.PublishRaw(ctx, pending); err != nil {
+			return err
+		}
+		if err := p.wait(ctx, len(pending)); err != nil {
+			return err
+		}
+		pending = pending[:0]
+		return nil
+	}
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		_ = bar.Add(len(sc.Bytes()) + 1)
+		if len(line) == 0 {
+			continue
+		}
+		pending = append(pending, append([]byte(nil), line...))
+		if len(pending) >= max(1, f.Batch) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", f.JSONL, err)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	_ = bar.Finish()
+	return nil
+}
+
+// ingestResponse is the reply to POST /bags.
+type ingestResponse struct {
+	Accepted int         `json:"accepted"`
+	Rejected []Rejection `json:"rejected"`
+}
+
+// IngestHandler serves POST /bags: the body is one bag or JSON lines of bags
+// (wire format). It answers 200 when all were published, 422 when some were
+// rejected (the others are published), with the rejections in the body.
+func IngestHandler(pub *Publisher, maxBytes int) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("POST /bags", func(w http.ResponseWriter, r *http.Request) {
+		limit := int64(64 << 20)
+		if maxBytes > 0 {
+			limit = int64(maxBytes) * 1024 // a body may hold many bags
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		var raws [][]byte
+		for line := range bytes.SplitSeq(body, []byte("\n")) {
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				raws = append(raws, line)
+			}
+		}
+		if len(raws) == 0 {
+			http.Error(w, "empty body", http.StatusBadRequest)
+			return
+		}
+		rej, err := pub.PublishRaw(r.Context(), raws)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		resp := ingestResponse{Accepted: len(raws) - len(rej), Rejected: rej}
+		if resp.Rejected == nil {
+			resp.Rejected = []Rejection{}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if len(rej) > 0 {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		}
+		_ = json.NewEncoder(w).Encode(resp)
+	})
+	return mux
+}

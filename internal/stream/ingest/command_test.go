@@ -1,0 +1,234 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+)
+
+func startBroker(t *testing.T) []string {
+	return streamtest.StartBroker(t, 2, wire.DefaultTopics().All()...)
+}
+
+// readTopic returns the values of the first n messages of topic.
+func readTopic(t *testing.T, brokers []string, topic string, n int) [][]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var out [][]byte
+	err := kafkaio.Tail(ctx, brokers, topic, fmt.Sprintf("read-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, m.Value)
+		if len(out) >= n {
+			return kafkaio.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < n {
+		t.Fatalf("%s: %d messages, want %d", topic, len(out), n)
+	}
+	return out
+}
+
+const goodBag = `{"schema_version":1,"id":"%s","dim":2,"instances":[[0.1,0.2]],"labels":[0],"classes":["a","b"]}`
+
+func TestIngestHandler(t *testing.T) {
+	brokers := startBroker(t)
+	topics := wire.DefaultTopics()
+	pub, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	srv := httptest.NewServer(IngestHandler(pub, 1<<20))
+	defer srv.Close()
+	cases := []struct {
+		name       string
+		body       string
+		status     int
+		accepted   int
+		rejections []wire.Reason
+	}{
+		{"one bag", fmt.Sprintf(goodBag, "h1"), http.StatusOK, 1, nil},
+		{"lines with a bad one", fmt.Sprintf(goodBag, "h2") + "\n" + `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}` + "\n\n" + fmt.Sprintf(goodBag, "h3") + "\n",
+			http.StatusUnprocessableEntity, 2, []wire.Reason{wire.ReasonNonFinite}},
+		{"empty", "  \n", http.StatusBadRequest, 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, err := http.Post(srv.URL+"/bags", "application/x-ndjson", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			}
+			if c.status == http.StatusBadRequest {
+				return
+			}
+			var r ingestResponse
+			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Accepted != c.accepted || len(r.Rejected) != len(c.rejections) {
+				t.Fatalf("response %+v", r)
+			}
+			for i, want := range c.rejections {
+				if r.Rejected[i].Reason != want {
+					t.Errorf("rejection %d: %s, want %s", i, r.Rejected[i].Reason, want)
+				}
+			}
+		})
+	}
+	// Three bags reached the annotate and training topics, one dead letter
+	// the dead-letter topic.
+	readTopic(t, brokers, topics.Annotate, 3)
+	readTopic(t, brokers, topics.Train, 3)
+	d := readTopic(t, brokers, topics.DeadLetter, 1)
+	var dl wire.DeadLetter
+	if err := json.Unmarshal(d[0], &dl); err != nil || dl.Stage != wire.StageIngest || dl.Reason != wire.ReasonNonFinite {
+		t.Fatalf("dead letter %+v %v", dl, err)
+	}
+}
+
+func TestRunIngestFiles(t *testing.T) {
+	brokers := startBroker(t)
+	topics := wire.DefaultTopics()
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "bags.jsonl")
+	body := fmt.Sprintf(goodBag, "j1") + "\n" + fmt.Sprintf(goodBag, "j2") + "\nnot json\n"
+	if err := os.WriteFile(jsonl, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	b := strings.Join(brokers, ",")
+	if err := Command(context.Background(), env, []string{"--brokers", b, "--jsonl", jsonl, "--progress=false"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "published 2 bags (2 labeled") || !strings.Contains(stdout.String(), "rejected malformed_json") {
+		t.Errorf("summary: %s", stdout.String())
+	}
+	// Wire-format lines from standard input.
+	stdout.Reset()
+	env.Stdin = strings.NewReader(fmt.Sprintf(goodBag, "s1") + "\n")
+	if err := Command(context.Background(), env, []string{"--brokers", b, "--jsonl", "-"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "published 1 bags") {
+		t.Errorf("stdin summary: %s", stdout.String())
+	}
+	// A dataset file through the loaders, with half the labels kept.
+	stdout.Reset()
+	args := []string{"--brokers", b, "--data", "../../../testdata/mscv2/MSCV2.mat", "--limit", "40", "--label-fraction", "0.5", "--progress=false"}
+	if err := Command(context.Background(), env, args); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var published, labeled int
+	if _, err := fmt.Sscanf(stdout.String(), "ingest: published %d bags (%d labeled", &published, &labeled); err != nil {
+		t.Fatalf("summary %q: %v", stdout.String(), err)
+	}
+	if published != 40 || labeled < 10 || labeled > 30 {
+		t.Errorf("published %d, labeled %d; want 40 and about 20", published, labeled)
+	}
+	readTopic(t, brokers, topics.Annotate, 43)
+	readTopic(t, brokers, topics.Train, 3+labeled)
+	// Bad command lines fail as usage errors.
+	if err := Command(context.Background(), env, []string{"--brokers", b}); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("no input: %v, want a usage error", err)
+	}
+	if err := Command(context.Background(), env, []string{"--jsonl", jsonl}); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("missing --brokers: %v, want a usage error", err)
+	}
+}
+
+// TestListenFailureStopsTheService checks that an ingest endpoint whose
+// address is taken fails the command (exit 1) instead of running without
+// its listener.
+func TestListenFailureStopsTheService(t *testing.T) {
+	brokers := startBroker(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var stdout, stderr bytes.Buffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	err = Command(context.Background(), env, []string{"--brokers", strings.Join(brokers, ","), "--listen", taken.Addr().String()})
+	if err == nil || errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "listen "+taken.Addr().String()) {
+		t.Fatalf("listen on a taken address: %v, want a runtime failure naming the address", err)
+	}
+	if code := cli.ExitCode("ingest", &stderr, err); code != cli.ExitFailure {
+		t.Errorf("exit code %d, want %d", code, cli.ExitFailure)
+	}
+}
+
+// TestListenServesUntilStopped runs ingest --listen, posts a bag, and stops
+// it as SIGTERM would: the command returns nil and prints its summary.
+func TestListenServesUntilStopped(t *testing.T) {
+	brokers := startBroker(t)
+	addr := freeAddr(t)
+	var stdout, stderr bytes.Buffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Command(ctx, env, []string{"--brokers", strings.Join(brokers, ","), "--listen", addr, "--log-level", "warn"})
+	}()
+	var resp *http.Response
+	streamtest.WaitFor(t, 10*time.Second, "ingest endpoint up", func() bool {
+		var err error
+		resp, err = http.Post("http://"+addr+"/bags", "application/json", strings.NewReader(fmt.Sprintf(goodBag, "l1")))
+		return err == nil
+	})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "published 1 bags") {
+		t.Errorf("summary: %s", stdout.String())
+	}
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Error("the endpoint still answers after the service stopped")
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -1,0 +1,293 @@
+package retrain
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
+)
+
+// FitConfig is the model settings shared by serve and fit.
+type FitConfig struct {
+	Kind    string
+	Params  cli.StringList // key=value
+	Seed    int64
+	Workers int
+	// Subset and Prune set the parameters of the same names when > 0.
+	Subset, Prune float64
+}
+
+// DefaultFitConfig returns the defaults of the model flags.
+func DefaultFitConfig() FitConfig { return FitConfig{Kind: "orlr", Seed: 1} }
+
+func (f *FitConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
+	fs.StringVar(&f.Kind, "model", f.Kind, "model `kind` (known: "+strings.Join(kinds.Names(), ", ")+")")
+	fs.Var(&f.Params, "param", "model parameter `key=value` (repeatable)")
+	fs.Int64Var(&f.Seed, "seed", f.Seed, "seed of the fit")
+	fs.IntVar(&f.Workers, "workers", f.Workers, "fit parallelism (0: all cores)")
+	fs.Float64Var(&f.Subset, "subset", f.Subset, "stochastic-subset strategy: fraction of bags per EM iteration (sets --param subset; 0: model default)")
+	fs.Float64Var(&f.Prune, "prune", f.Prune, "pruning strategy: fraction of the costliest bags dropped (sets --param prune; 0: model default)")
+}
+
+// ModelParams returns the parameters of the fit: --param pairs in order
+// (a later one wins), then --subset and --prune. A malformed pair is a
+// usage error.
+func (f FitConfig) ModelParams() (models.Params, error) {
+	p, err := models.ParseParams(f.Params)
+	if err != nil {
+		return nil, cli.Usage(err)
+	}
+	if f.Subset > 0 {
+		p["subset"] = strconv.FormatFloat(f.Subset, 'g', -1, 64)
+	}
+	if f.Prune > 0 {
+		p["prune"] = strconv.FormatFloat(f.Prune, 'g', -1, 64)
+	}
+	return p, nil
+}
+
+// check resolves the kind and the parameters; an unknown kind or a
+// malformed parameter is a usage error.
+func (f FitConfig) check(kinds *models.Registry) (models.Kind, models.Params, error) {
+	params, err := f.ModelParams()
+	if err != nil {
+		return models.Kind{}, nil, err
+	}
+	kind, err := kinds.Lookup(f.Kind)
+	if err != nil {
+		return models.Kind{}, nil, cli.Usage(err)
+	}
+	// A misspelt or foreign key (--subset for a kind without subsets) is
+	// refused here, before anything connects, with the valid keys listed.
+	if err := kind.CheckParams(params); err != nil {
+		return models.Kind{}, nil, cli.Usage(err)
+	}
+	return kind, params, nil
+}
+
+// ServeConfig is the settings of `retrainer serve`, one field per flag.
+type ServeConfig struct {
+	Kafka        service.Kafka
+	Redis        redisflag.Config
+	Telemetry    service.Telemetry
+	Fit          FitConfig
+	Window       int
+	Every        int
+	Interval     time.Duration
+	MinBags      int
+	HoldOut      float64
+	Margin       float64
+	Warm         bool
+	KeepVersions int
+	// Listen is the address of /healthz, /refits and /metrics (empty:
+	// none).
+	Listen string
+}
+
+// DefaultServeConfig returns the defaults of the serve flags.
+func DefaultServeConfig() ServeConfig {
+	return ServeConfig{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
+		Fit: DefaultFitConfig(), Window: 5000, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
+		KeepVersions: 20, Listen: ":8081"}
+}
+
+func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
+	c.Kafka.Register(fs)
+	c.Redis.Register(fs)
+	c.Telemetry.Register(fs)
+	c.Fit.register(fs, kinds)
+	fs.IntVar(&c.Window, "window", c.Window, "bags kept in the training window")
+	fs.IntVar(&c.Every, "every", c.Every, "refit after this many new bags (0: off)")
+	fs.DurationVar(&c.Interval, "interval", c.Interval, "refit on this schedule when new bags arrived (0: off)")
+	fs.IntVar(&c.MinBags, "min-bags", c.MinBags, "smallest window worth fitting")
+	fs.Float64Var(&c.HoldOut, "holdout", c.HoldOut, "fraction of the window held out for the promotion decision")
+	fs.Float64Var(&c.Margin, "margin", c.Margin, "promote when the held-out Hamming loss is at most the current one plus this")
+	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
+	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz and /metrics (empty: none)")
+}
+
+// ServeCommand is `retrainer serve`: follow the training topic, refit,
+// evaluate and promote until ctx ends.
+func ServeCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
+	fs := cli.NewFlagSet("retrainer-serve", `Usage: retrainer serve --brokers HOST:PORT --model KIND [flags]
+
+Follows the training topic into a bounded window (rebuilt from the topic on
+restart), refits every --every new bags and/or every --interval, evaluates
+the candidate against the current model on a held-out slice of the window,
+and promotes it when its Hamming loss is not worse by more than --margin.`, env.Stderr)
+	cfg := DefaultServeConfig()
+	cfg.register(fs, kinds)
+	if err := service.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Kafka.Check(); err != nil {
+		return err
+	}
+	if _, _, err := cfg.Fit.check(kinds); err != nil {
+		return err
+	}
+	s, err := NewServe(ctx, env, kinds, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped during start-up (waiting for Redis, say)
+		}
+		return err
+	}
+	defer s.Close()
+	return s.Run(ctx)
+}
+
+// Service is a started retrainer service: the retrainer, its Redis client,
+// logger and telemetry. The command and the demo build it with NewServe.
+type Service struct {
+	cfg    ServeConfig
+	rt     *service.Runtime
+	rdb    *redis.Client
+	r      *Retrainer
+	params models.Params
+}
+
+// NewServe starts the service: logger, telemetry and topics, then Redis
+// (waiting for it until ctx ends), then the retrainer.
+func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg ServeConfig) (*Service, error) {
+	_, params, err := cfg.Fit.check(kinds)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := service.Start(ctx, env, "retrainer", cfg.Kafka, cfg.Telemetry)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	r, err := NewRetrainer(RetrainerConfig{
+		Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topics.Train, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Window: cfg.Window, Every: cfg.Every, Interval: cfg.Interval,
+		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
+		Workers: cfg.Fit.Workers, Obs: rt.Obs(),
+	})
+	if err != nil {
+		rdb.Close()
+		rt.Close()
+		return nil, err
+	}
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, r: r, params: params}, nil
+}
+
+// Retrainer returns the service's retrainer.
+func (s *Service) Retrainer() *Retrainer { return s.r }
+
+// Params returns the model parameters the retrainer fits with.
+func (s *Service) Params() models.Params { return s.params }
+
+// Handler serves /healthz, /refits (the refits so far, as JSON) and
+// /metrics.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /refits", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.r.Results())
+	})
+	mux.Handle("GET /metrics", s.rt.Telemetry.MetricsHandler)
+	return mux
+}
+
+// Run follows, refits and promotes until ctx ends, and serves Handler on
+// the listen address, as one group (service.Run).
+func (s *Service) Run(ctx context.Context) error {
+	return service.Run(ctx, s.rt.Log, s.r.Run, service.Server{Addr: s.cfg.Listen, Handler: s.Handler()})
+}
+
+// Close closes the Redis client and the telemetry.
+func (s *Service) Close() {
+	s.rdb.Close()
+	s.rt.Close()
+}
+
+// FitCommand is `retrainer fit`: fit a model on a dataset file and publish
+// it as a new version in the registry (and make it current with --promote).
+func FitCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
+	fs := cli.NewFlagSet("retrainer-fit", `Usage: retrainer fit --data PATH --model KIND [--promote] [flags]
+
+Fits a model on a dataset file (any format the loaders read) and stores it as
+a new immutable version in the Redis model registry; --promote makes it the
+current version served by the annotators.`, env.Stderr)
+	rc := redisflag.Default()
+	ff := DefaultFitConfig()
+	rc.Register(fs)
+	ff.register(fs, kinds)
+	data := fs.String("data", "", "dataset `file`")
+	promote := fs.Bool("promote", false, "make the new version current")
+	if err := service.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if *data == "" {
+		return cli.Usagef("--data is required")
+	}
+	kind, params, err := ff.check(kinds)
+	if err != nil {
+		return err
+	}
+	log := env.Logger(0).With("service", "retrainer-fit")
+	ds, err := dataset.Load(*data)
+	if err != nil {
+		return err
+	}
+	o, err := rc.Options()
+	if err != nil {
+		return err
+	}
+	rdb, err := featurestore.Connect(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	reg := featurestore.NewRegistry(rdb, rc.RegistryPrefix)
+	start := time.Now()
+	m, err := kind.Fit(ctx, ds, models.FitOptions{Seed: ff.Seed, Params: params, Workers: ff.Workers})
+	if err != nil {
+		return fmt.Errorf("fit %s on %s: %w", ff.Kind, *data, err)
+	}
+	fitTime := time.Since(start)
+	blob, err := models.Encode(m)
+	if err != nil {
+		return err
+	}
+	meta, err := reg.Put(ctx, blob, featurestore.VersionMeta{
+		TrainingWindow: fmt.Sprintf("file %s (%d bags)", *data, len(ds.Bags)),
+		Metrics:        map[string]float64{"train_bags": float64(len(ds.Bags)), "fit_seconds": fitTime.Seconds()},
+	})
+	if err != nil {
+		return err
+	}
+	if *promote {
+		if err := reg.Promote(ctx, meta.Version); err != nil {
+			return err
+		}
+	}
+	log.Info("model stored", "version", meta.Version, "kind", meta.Kind, "promoted", *promote, "fit_time", fitTime.Round(time.Millisecond))
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		featurestore.VersionMeta
+		Promoted bool `json:"promoted"`
+	}{meta, *promote})
+}

@@ -1,0 +1,148 @@
+package retrain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+)
+
+func startBroker(t *testing.T) []string {
+	return streamtest.StartBroker(t, 2, wire.DefaultTopics().All()...)
+}
+
+func TestRunFitPublishesAndPromotes(t *testing.T) {
+	addr, rdb, _ := streamtest.StartRedis(t)
+	var stdout, stderr bytes.Buffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	args := []string{"--redis", addr, "--registry-prefix", "fit", "--data", "../../../testdata/mscv2/MSCV2.mat", "--model", streamtest.KindName,
+		"--param", "iters=2", "--promote"}
+	if err := FitCommand(context.Background(), env, kinds, args); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Version  string `json:"version"`
+		Kind     string `json:"kind"`
+		Dim      int    `json:"dim"`
+		Promoted bool   `json:"promoted"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if got.Version != "v1" || got.Kind != streamtest.KindName || got.Dim != 48 || !got.Promoted {
+		t.Errorf("fit output %+v", got)
+	}
+	blob, meta, err := featurestore.NewRegistry(rdb, "fit").Current(context.Background())
+	if err != nil || meta.Version != "v1" {
+		t.Fatalf("current %s, %v", meta.Version, err)
+	}
+	m, err := kinds.Decode(blob)
+	if err != nil || m.Meta().Params["iters"] != "2" {
+		t.Fatalf("stored model %v, %v", m, err)
+	}
+	if err := FitCommand(context.Background(), env, kinds, []string{"--redis", addr, "--data", "x.mat", "--model", "nope"}); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("unknown kind: %v, want a usage error", err)
+	}
+}
+
+// TestRunRetrainerServe runs the retrainer service on a stream of labeled
+// bags until it has promoted a model, then stops it. Two stale versions
+// stored beforehand are pruned (--keep-versions, set here through its
+// environment variable).
+func TestRunRetrainerServe(t *testing.T) {
+	t.Setenv(cli.EnvName("retrainer-serve", "keep-versions"), "1")
+	brokers := startBroker(t)
+	addr, rdb, _ := streamtest.StartRedis(t)
+	reg := featurestore.NewRegistry(rdb, "serve")
+	stale := &mil.Dataset{Classes: []string{"a", "b"}, Dim: 2, Bags: []mil.Bag{
+		{ID: "s0", Instances: [][]float64{{0, 0.5}}, Labels: []int{0}}, {ID: "s1", Instances: [][]float64{{5, 0.5}}, Labels: []int{1}}}}
+	m, err := streamtest.CentroidKind().Fit(context.Background(), stale, models.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ := models.Encode(m)
+	for range 2 {
+		if _, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr syncBuffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeCommand(ctx, env, kinds, []string{"--brokers", strings.Join(brokers, ","), "--redis", addr, "--registry-prefix", "serve",
+			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", "", "--subset", "0.5"})
+	}()
+	var stdin bytes.Buffer
+	for i := range 40 {
+		fmt.Fprintf(&stdin, `{"schema_version":1,"id":"t%d","dim":2,"instances":[[%d,0.5]],"labels":[%d],"classes":["a","b"]}`+"\n", i, i%2*5, i%2)
+	}
+	ienv := service.Env{Stdin: &stdin, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+	if err := ingest.Command(context.Background(), ienv, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", "-"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var meta featurestore.VersionMeta
+	for {
+		_, meta, err = reg.Current(context.Background())
+		if err == nil && meta.Version == "v4" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no second model promoted: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The toy classes are separable: the held-out loss is zero.
+	if loss, ok := meta.Metrics["heldout_hamming_loss"]; meta.Kind != streamtest.KindName || meta.Parent != "v3" || !ok || loss != 0 {
+		t.Errorf("promoted %+v", meta)
+	}
+	// The first promotion (v3) pruned the stale v1 and v2; the second kept
+	// v3, now previous.
+	vs, err := reg.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 2 || vs[0].Version != "v3" || vs[1].Version != "v4" {
+		t.Errorf("registry holds %+v, want v3 and v4", vs)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a service's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

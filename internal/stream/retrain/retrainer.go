@@ -1,0 +1,571 @@
+package retrain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/sample"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+)
+
+// RetrainStore is the part of the model registry the retrainer uses.
+type RetrainStore interface {
+	Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error)
+	Put(ctx context.Context, blob []byte, meta featurestore.VersionMeta) (featurestore.VersionMeta, error)
+	Promote(ctx context.Context, version string) error
+	// Prune deletes all but the newest keep versions, never one that an
+	// alias or the rollback history refers to (featurestore.Registry.Prune).
+	Prune(ctx context.Context, keep int) ([]string, error)
+}
+
+// RetrainerConfig configures the retrainer.
+type RetrainerConfig struct {
+	Brokers []string
+	// Topic holds the weakly labeled bags.
+	Topic string
+	Kinds *models.Registry
+	// Kind, Params and Seed say what to fit.
+	Kind   string
+	Params models.Params
+	Seed   int64
+	Store  RetrainStore
+	// Window bounds the bags kept (the newest; a bag id seen again replaces
+	// its older copy).
+	Window int
+	// Every refits after this many new bags (0: never on count); Interval
+	// refits on a schedule when new bags arrived (0: never on time).
+	Every    int
+	Interval time.Duration
+	// MinBags is the smallest window worth fitting.
+	MinBags int
+	// HoldOut is the fraction of the window set aside (by a hash of the bag
+	// id, so the same bags across refits) to compare candidate and current.
+	HoldOut float64
+	// Margin: promote when the candidate's held-out Hamming loss is at most
+	// the current model's plus Margin.
+	Margin float64
+	// Warm starts the fit from the current model when it is of the same kind.
+	Warm bool
+	// KeepVersions bounds the registry, which otherwise grows by one
+	// version per refit: after each promotion, versions older than the
+	// newest KeepVersions are deleted, except those current, previous or in
+	// the rollback history. 0 keeps every version.
+	KeepVersions int
+	Workers      int
+	Obs          service.Observability
+}
+
+// Retrainer keeps a window of the training topic and refits, evaluates and
+// promotes models.
+type Retrainer struct {
+	cfg RetrainerConfig
+
+	mu      sync.Mutex
+	order   []string // ids, oldest first
+	bags    map[string]windowBag
+	fresh   int
+	offsets map[int]int64 // next offset per partition, for provenance
+	last    []RefitResult
+
+	refits  metric.Int64Counter
+	fitTime metric.Float64Histogram
+}
+
+type windowBag struct {
+	bag     mil.Bag
+	classes []string
+	dim     int
+}
+
+// RefitResult describes one refit.
+type RefitResult struct {
+	Version        string             `json:"version,omitempty"`
+	Parent         string             `json:"parent,omitempty"`
+	Promoted       bool               `json:"promoted"`
+	Reason         string             `json:"reason"`
+	TrainBags      int                `json:"train_bags"`
+	HeldOutBags    int                `json:"held_out_bags"`
+	Candidate      map[string]float64 `json:"candidate"`
+	Current        map[string]float64 `json:"current,omitempty"`
+	FitTime        time.Duration      `json:"fit_time"`
+	TrainingWindow string             `json:"training_window"`
+	// Pruned lists the versions deleted from the registry after the
+	// promotion, oldest first.
+	Pruned []string `json:"pruned,omitempty"`
+}
+
+// NewRetrainer checks the configuration.
+func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
+	if len(cfg.Brokers) == 0 || cfg.Topic == "" || cfg.Kinds == nil || cfg.Store == nil {
+		return nil, errors.New("retrainer: brokers, topic, model kinds and store are required")
+	}
+	if _, err := cfg.Kinds.Lookup(cfg.Kind); err != nil {
+		return nil, fmt.Errorf("retrainer: %w", err)
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 5000
+	}
+	if cfg.MinBags <= 0 {
+		cfg.MinBags = 20
+	}
+	if cfg.HoldOut <= 0 || cfg.HoldOut >= 1 {
+		cfg.HoldOut = 0.2
+	}
+	if cfg.Every <= 0 && cfg.Interval <= 0 {
+		return nil, errors.New("retrainer: set a refit count (Every) or a schedule (Interval)")
+	}
+	if cfg.KeepVersions < 0 {
+		return nil, fmt.Errorf("retrainer: KeepVersions %d < 0", cfg.KeepVersions)
+	}
+	cfg.Obs = cfg.Obs.WithDefaults()
+	r := &Retrainer{cfg: cfg, bags: map[string]windowBag{}, offsets: map[int]int64{}}
+	if err := r.initMetrics(); err != nil {
+		return nil, fmt.Errorf("retrainer metrics: %w", err)
+	}
+	return r, nil
+}
+
+func (r *Retrainer) initMetrics() error {
+	mt := r.cfg.Obs.Meter.Meter(service.Instrumentation)
+	var errs []error
+	var err error
+	r.refits, err = mt.Int64Counter("mimlstream.retrainer.refits", metric.WithDescription("Refits, by outcome (promoted or not)."))
+	errs = append(errs, err)
+	r.fitTime, err = mt.Float64Histogram("mimlstream.retrainer.fit_duration", metric.WithDescription("Time to fit a candidate."), metric.WithUnit("s"))
+	errs = append(errs, err)
+	window, err := mt.Int64ObservableGauge("mimlstream.retrainer.window_bags", metric.WithDescription("Bags in the training window."))
+	errs = append(errs, err)
+	loss, err := mt.Float64ObservableGauge("mimlstream.retrainer.heldout_hamming_loss", metric.WithDescription("Held-out Hamming loss of the last candidate and of the model it was compared with."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(window, int64(r.Len()))
+		res := r.Results()
+		if len(res) == 0 {
+			return nil
+		}
+		last := res[len(res)-1]
+		if v, ok := last.Candidate[measure.HammingLoss]; ok {
+			o.ObserveFloat64(loss, v, metric.WithAttributes(attribute.String("model", "candidate"), attribute.String("version", last.Version)))
+		}
+		if v, ok := last.Current[measure.HammingLoss]; ok {
+			o.ObserveFloat64(loss, v, metric.WithAttributes(attribute.String("model", "current")))
+		}
+		return nil
+	}, window, loss)
+	return err
+}
+
+// Len returns the number of bags in the window.
+func (r *Retrainer) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.order)
+}
+
+// Results returns the refits so far, oldest first.
+func (r *Retrainer) Results() []RefitResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.last)
+}
+
+// add puts a training message into the window; invalid ones are skipped
+// (the annotator dead-letters the same bag from the annotate topic).
+func (r *Retrainer) add(m kafka.Message, v *wire.Validator) {
+	bm, err := v.DecodeBag(m.Value)
+	if err != nil || bm.Labels == nil {
+		r.cfg.Obs.Logger.Debug("skipping training message", "partition", m.Partition, "offset", m.Offset, "err", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.offsets[m.Partition] = m.Offset + 1
+	if _, ok := r.bags[bm.ID]; ok {
+		r.order = slices.DeleteFunc(r.order, func(id string) bool { return id == bm.ID })
+	}
+	r.order = append(r.order, bm.ID)
+	r.bags[bm.ID] = windowBag{bag: *bm.Bag(), classes: bm.Classes, dim: bm.Dim}
+	for len(r.order) > r.cfg.Window {
+		delete(r.bags, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.fresh++
+}
+
+// Run rebuilds the window from the topic, then follows it and refits until
+// ctx ends; it then returns nil. A partition follower that cannot start
+// stops it with the error (a transient read error is retried).
+func (r *Retrainer) Run(ctx context.Context) error {
+	log := r.cfg.Obs.Logger
+	v, err := wire.NewValidator(0)
+	if err != nil {
+		return err
+	}
+	starts, err := r.startOffsets(ctx)
+	if err != nil {
+		return err
+	}
+	msgs := make(chan kafka.Message, 1024)
+	g, gctx := errgroup.WithContext(ctx)
+	for p, off := range starts {
+		g.Go(func() error { return r.follow(gctx, p, off, msgs) })
+	}
+	log.Info("retrainer following", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
+	g.Go(func() error { return r.consume(gctx, v, msgs) })
+	return g.Wait()
+}
+
+// consume adds the followed messages to the window and refits, until ctx
+// ends.
+func (r *Retrainer) consume(ctx context.Context, v *wire.Validator, msgs <-chan kafka.Message) error {
+	var tick <-chan time.Time
+	if r.cfg.Interval > 0 {
+		t := time.NewTicker(r.cfg.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-msgs:
+			r.add(m, v)
+			if r.cfg.Every > 0 && r.freshCount() >= r.cfg.Every && r.Len() >= r.cfg.MinBags {
+				r.refitLogged(ctx)
+			}
+		case <-tick:
+			if r.freshCount() > 0 && r.Len() >= r.cfg.MinBags {
+				r.refitLogged(ctx)
+			}
+		}
+	}
+}
+
+func (r *Retrainer) freshCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fresh
+}
+
+func (r *Retrainer) refitLogged(ctx context.Context) {
+	res, err := r.Refit(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.cfg.Obs.Logger.Error("refit failed", "err", err)
+		}
+		return
+	}
+	r.cfg.Obs.Logger.Info("refit", "version", res.Version, "promoted", res.Promoted, "reason", res.Reason,
+		"train_bags", res.TrainBags, "held_out", res.HeldOutBags, "candidate_hamming", res.Candidate[measure.HammingLoss],
+		"current_hamming", res.Current[measure.HammingLoss], "fit_time", res.FitTime.Round(time.Millisecond))
+}
+
+// startOffsets returns, per partition, the offset from which the window is
+// rebuilt: the last Window messages of each partition (the window may need
+// them all if the others are empty).
+func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
+	var parts []kafka.Partition
+	err := retry(ctx, r.cfg.Obs, "read partitions", func() error {
+		conn, err := (&kafka.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", r.cfg.Brokers[0])
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		parts, err = conn.ReadPartitions(r.cfg.Topic)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	starts := map[int]int64{}
+	for _, p := range parts {
+		var first, last int64
+		err := retry(ctx, r.cfg.Obs, "read offsets", func() error {
+			conn, err := kafka.DialLeader(ctx, "tcp", r.cfg.Brokers[0], r.cfg.Topic, p.ID)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			first, last, err = conn.ReadOffsets()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		starts[p.ID] = max(first, last-int64(r.cfg.Window))
+	}
+	return starts, nil
+}
+
+// follow reads one partition from off onwards into out until ctx ends.
+// Read errors are retried; a reader that cannot be positioned is an error.
+func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out chan<- kafka.Message) error {
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Topic: r.cfg.Topic, Partition: partition,
+		MinBytes: 1, MaxBytes: 64 << 20, MaxWait: 200 * time.Millisecond})
+	defer rd.Close()
+	if err := rd.SetOffset(off); err != nil {
+		return fmt.Errorf("follow partition %d of %s from offset %d: %w", partition, r.cfg.Topic, off, err)
+	}
+	for {
+		m, err := rd.ReadMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.cfg.Obs.Logger.Warn("read training topic", "partition", partition, "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// heldOut reports whether a bag belongs to the held-out slice.
+func heldOut(id string, frac float64) bool { return sample.Unit("holdout", id) < frac }
+
+// snapshot returns the window as train and held-out datasets over the
+// vocabulary of the newest bag (bags over another vocabulary or dimension,
+// left over from an older stream, are left out).
+func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.order) == 0 {
+		return nil, nil, "", errors.New("empty window")
+	}
+	newest := r.bags[r.order[len(r.order)-1]]
+	train = &mil.Dataset{Name: r.cfg.Topic, Classes: newest.classes, Dim: newest.dim}
+	test = &mil.Dataset{Name: r.cfg.Topic + "-heldout", Classes: newest.classes, Dim: newest.dim}
+	for _, id := range r.order {
+		wb := r.bags[id]
+		if wb.dim != newest.dim || !slices.Equal(wb.classes, newest.classes) {
+			continue
+		}
+		if heldOut(id, r.cfg.HoldOut) {
+			test.Bags = append(test.Bags, wb.bag)
+		} else {
+			train.Bags = append(train.Bags, wb.bag)
+		}
+	}
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(r.offsets)) {
+		parts = append(parts, fmt.Sprintf("%d:%d", p, r.offsets[p]))
+	}
+	window = fmt.Sprintf("topic %s, %d bags, next offsets %s", r.cfg.Topic, len(r.order), strings.Join(parts, ","))
+	r.fresh = 0
+	return train, test, window, nil
+}
+
+// Refit fits a candidate on the window, compares it with the current model
+// on the held-out slice, stores it with its metrics, and promotes it when it
+// is not worse than the current one by more than the margin. Registry
+// operations are retried while Redis is down.
+func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
+	train, test, window, err := r.snapshot()
+	if err != nil {
+		return RefitResult{}, err
+	}
+	if len(train.Bags) == 0 || len(test.Bags) == 0 {
+		return RefitResult{}, fmt.Errorf("window too small: %d train and %d held-out bags", len(train.Bags), len(test.Bags))
+	}
+	res := RefitResult{TrainBags: len(train.Bags), HeldOutBags: len(test.Bags), TrainingWindow: window}
+	var cur models.Model
+	var curMeta featurestore.VersionMeta
+	err = retry(ctx, r.cfg.Obs, "read current model", func() error {
+		blob, meta, err := r.cfg.Store.Current(ctx)
+		if errors.Is(err, featurestore.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m, derr := r.cfg.Kinds.Decode(blob)
+		if derr != nil {
+			// A current model this build cannot decode is replaced, not
+			// retried forever.
+			r.cfg.Obs.Logger.Warn("current model not decodable; evaluating the candidate alone", "version", meta.Version, "err", derr)
+			return nil
+		}
+		cur, curMeta = m, meta
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	kind, _ := r.cfg.Kinds.Lookup(r.cfg.Kind)
+	opt := models.FitOptions{Seed: r.cfg.Seed, Params: r.cfg.Params, Workers: r.cfg.Workers}
+	compatible := cur != nil && cur.Meta().Dim == train.Dim && slices.Equal(cur.Meta().Classes, train.Classes)
+	if r.cfg.Warm && compatible && cur.Meta().Kind == r.cfg.Kind {
+		opt.Warm = cur
+		res.Parent = curMeta.Version
+	}
+	start := time.Now()
+	cand, err := kind.Fit(ctx, train, opt)
+	res.FitTime = time.Since(start)
+	if err != nil {
+		return res, fmt.Errorf("fit %s on %d bags: %w", r.cfg.Kind, len(train.Bags), err)
+	}
+	res.Candidate, err = Evaluate(ctx, cand, test)
+	if err != nil {
+		return res, fmt.Errorf("evaluate candidate: %w", err)
+	}
+	switch {
+	case cur == nil:
+		res.Promoted, res.Reason = true, "no current model"
+	case !compatible:
+		res.Promoted, res.Reason = true, "current model has another vocabulary or dimension"
+	default:
+		res.Current, err = Evaluate(ctx, cur, test)
+		if err != nil {
+			res.Promoted, res.Reason = true, "current model fails on the held-out slice: "+err.Error()
+			break
+		}
+		c, k := res.Candidate[measure.HammingLoss], res.Current[measure.HammingLoss]
+		res.Promoted = c <= k+r.cfg.Margin
+		if res.Promoted {
+			res.Reason = fmt.Sprintf("held-out Hamming loss %.4f <= %.4f + margin %.4f", c, k, r.cfg.Margin)
+		} else {
+			res.Reason = fmt.Sprintf("held-out Hamming loss %.4f > %.4f + margin %.4f", c, k, r.cfg.Margin)
+		}
+	}
+	blob, err := models.Encode(cand)
+	if err != nil {
+		return res, err
+	}
+	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent}
+	for k, v := range res.Candidate {
+		meta.Metrics["heldout_"+k] = v
+	}
+	for k, v := range res.Current {
+		meta.Metrics["heldout_current_"+k] = v
+	}
+	meta.Metrics["train_bags"] = float64(res.TrainBags)
+	meta.Metrics["heldout_bags"] = float64(res.HeldOutBags)
+	meta.Metrics["fit_seconds"] = res.FitTime.Seconds()
+	var stored featurestore.VersionMeta
+	if err := retry(ctx, r.cfg.Obs, "store model", func() error {
+		stored, err = r.cfg.Store.Put(ctx, blob, meta)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	res.Version = stored.Version
+	if res.Promoted {
+		if err := retry(ctx, r.cfg.Obs, "promote model", func() error { return r.cfg.Store.Promote(ctx, stored.Version) }); err != nil {
+			return res, err
+		}
+		res.Pruned = r.prune(ctx)
+	}
+	r.mu.Lock()
+	r.last = append(r.last, res)
+	r.mu.Unlock()
+	r.refits.Add(ctx, 1, metric.WithAttributes(attribute.Bool("promoted", res.Promoted)))
+	r.fitTime.Record(ctx, res.FitTime.Seconds())
+	return res, nil
+}
+
+// prune bounds the registry after a promotion. It is housekeeping: a
+// failure is logged, not retried (the next promotion prunes again) and does
+// not fail the refit, whose model is already stored and served.
+func (r *Retrainer) prune(ctx context.Context) []string {
+	if r.cfg.KeepVersions == 0 {
+		return nil
+	}
+	pruned, err := r.cfg.Store.Prune(ctx, r.cfg.KeepVersions)
+	if err != nil {
+		r.cfg.Obs.Logger.Warn("prune model registry", "keep", r.cfg.KeepVersions, "err", err)
+		return nil
+	}
+	if len(pruned) > 0 {
+		r.cfg.Obs.Logger.Info("pruned model registry", "keep", r.cfg.KeepVersions, "deleted", pruned)
+	}
+	return pruned
+}
+
+// Evaluate annotates the bags of test inductively (their labels hidden) and
+// returns the bag measures (and instance accuracy when the bags carry
+// instance labels).
+func Evaluate(ctx context.Context, m models.Model, test *mil.Dataset) (map[string]float64, error) {
+	bags := make([]*mil.Bag, len(test.Bags))
+	for i := range test.Bags {
+		bags[i] = &test.Bags[i]
+	}
+	// One worker: the bags are annotated in order, as before the loop was
+	// shared with the evaluation harness.
+	preds, err := measure.Predict(ctx, m, bags, models.Inductive, 1)
+	if err != nil {
+		return nil, err
+	}
+	res, err := measure.Score(len(test.Classes), bags, preds)
+	if err != nil {
+		return nil, err
+	}
+	out := res.Values()
+	if _, ok := out[measure.HammingLoss]; !ok {
+		return nil, errors.New("no labeled bag to evaluate on")
+	}
+	return out, nil
+}
+
+// retry runs fn until it succeeds, ctx ends, or it fails with an error
+// that retrying cannot fix (a corrupt blob). It backs off up to 5 s and
+// logs each failure: a Redis outage makes the retrainer wait, not exit.
+func retry(ctx context.Context, obs service.Observability, what string, fn func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, featurestore.ErrCorrupt) || errors.Is(err, models.ErrBadInput) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+		}
+		obs.Logger.Warn(what+" failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(time.Duration(math.Round(float64(backoff)*1.6)), 5*time.Second)
+	}
+}
+
+// MarshalJSON renders durations in seconds.
+func (r RefitResult) MarshalJSON() ([]byte, error) {
+	type alias RefitResult
+	return json.Marshal(struct {
+		alias
+		FitTime float64 `json:"fit_time"`
+	}{alias(r), r.FitTime.Seconds()})
+}

@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/schemas"
+)
+
+// Header keys carried by every message besides the W3C trace context.
+const (
+	HeaderSchemaVersion = "schema-version"
+	HeaderContentType   = "content-type"
+)
+
+// Topics names the pipeline's topics; names are configurable per deployment.
+type Topics struct {
+	Annotate    string // bags to annotate
+	Train       string // weakly labeled bags for the retrainer
+	Annotations string // annotation output, keyed by bag id
+	DeadLetter  string // rejected input with the reason
+}
+
+// DefaultTopics returns the topic names used when none are configured.
+func DefaultTopics() Topics {
+	return Topics{Annotate: "bags", Train: "bags-train", Annotations: "annotations", DeadLetter: "dead-letters"}
+}
+
+// All lists the topic names.
+func (t Topics) All() []string { return []string{t.Annotate, t.Train, t.Annotations, t.DeadLetter} }
+
+// BagMessage is the wire form of a bag (schemas/bag.schema.json).
+type BagMessage struct {
+	SchemaVersion int         `json:"schema_version"`
+	ID            string      `json:"id"`
+	Source        string      `json:"source,omitempty"`
+	Dim           int         `json:"dim"`
+	Instances     [][]float64 `json:"instances"`
+	Classes       []string    `json:"classes,omitempty"`
+	// Labels uses omitzero, not omitempty: an empty non-nil set (a negative
+	// bag) must survive the round trip, distinct from "unlabeled".
+	Labels         []int `json:"labels,omitzero"`
+	InstanceLabels []int `json:"instance_labels,omitempty"`
+}
+
+// NewBagMessage wraps a bag of a dataset for the wire. Instance labels are
+// evaluation-only ground truth: they are sent only when withInstanceLabels.
+func NewBagMessage(b *mil.Bag, source string, dim int, classes []string, withInstanceLabels bool) BagMessage {
+	m := BagMessage{SchemaVersion: schemas.Version, ID: b.ID, Source: source, Dim: dim, Instances: b.Instances, Labels: b.Labels}
+	if b.Labels != nil {
+		m.Classes = classes
+	}
+	if withInstanceLabels {
+		m.InstanceLabels = b.InstanceLabels
+	}
+	return m
+}
+
+// Bag returns the bag the message carries (sharing its slices).
+func (m *BagMessage) Bag() *mil.Bag {
+	return &mil.Bag{ID: m.ID, Instances: m.Instances, Labels: m.Labels, InstanceLabels: m.InstanceLabels}
+}
+
+// AnnotationMessage is the wire form of an annotation
+// (schemas/annotation.schema.json).
+type AnnotationMessage struct {
+	SchemaVersion  int         `json:"schema_version"`
+	BagID          string      `json:"bag_id"`
+	Source         string      `json:"source,omitempty"`
+	Model          string      `json:"model"`
+	ModelVersion   string      `json:"model_version"`
+	Mode           string      `json:"mode"`
+	Classes        []string    `json:"classes"`
+	InstanceLabels []int       `json:"instance_labels,omitempty"`
+	InstanceScores [][]float64 `json:"instance_scores,omitempty"`
+	BagLabels      []int       `json:"bag_labels"`
+	BagScores      []float64   `json:"bag_scores"`
+	LatencyMS      float64     `json:"latency_ms"`
+	IngestedAt     *time.Time  `json:"ingested_at,omitempty"`
+	AnnotatedAt    time.Time   `json:"annotated_at"`
+	Annotator      string      `json:"annotator,omitempty"`
+}
+
+// Reason classifies why a message was dead-lettered.
+type Reason string
+
+// Dead-letter reasons (the enum of schemas/deadletter.schema.json).
+const (
+	ReasonMalformedJSON    Reason = "malformed_json"
+	ReasonSchema           Reason = "schema"
+	ReasonNonFinite        Reason = "non_finite"
+	ReasonDimension        Reason = "dimension"
+	ReasonEmptyBag         Reason = "empty_bag"
+	ReasonLabelSetTooLarge Reason = "label_set_too_large"
+	ReasonVocabulary       Reason = "vocabulary"
+	ReasonLabels           Reason = "labels"
+	ReasonOversize         Reason = "oversize"
+	ReasonBadInput         Reason = "bad_input"
+	// ReasonModelError: the model failed on a valid bag for a reason that
+	// is not the input's (a bug); the bag is set aside so the stream moves on.
+	ReasonModelError Reason = "model_error"
+)
+
+// Reasons lists every dead-letter reason.
+func Reasons() []Reason {
+	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
+		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError}
+}
+
+// Stages that dead-letter messages.
+const (
+	StageIngest   = "ingest"
+	StageAnnotate = "annotate"
+)
+
+// DeadLetter is the wire form of a rejected message
+// (schemas/deadletter.schema.json). Original is base64 in JSON.
+type DeadLetter struct {
+	SchemaVersion int       `json:"schema_version"`
+	Reason        Reason    `json:"reason"`
+	Error         string    `json:"error"`
+	Stage         string    `json:"stage"`
+	Key           string    `json:"key,omitempty"`
+	Topic         string    `json:"topic,omitempty"`
+	Partition     int       `json:"partition"`
+	Offset        int64     `json:"offset"`
+	Original      []byte    `json:"original"`
+	OriginalSize  int       `json:"original_size,omitempty"`
+	At            time.Time `json:"at"`
+}

@@ -1,0 +1,271 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/schemas"
+)
+
+func jsonFields(t reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = true
+	}
+	return out
+}
+
+type schemaDoc struct {
+	Properties map[string]json.RawMessage `json:"properties"`
+	Required   []string                   `json:"required"`
+}
+
+// TestSchemasMatchTypes checks both directions: every schema property is a
+// field of the Go type and every field is a schema property, and required
+// schema properties are fields the Go type always writes (no omitempty).
+func TestSchemasMatchTypes(t *testing.T) {
+	cases := []struct {
+		file string
+		typ  reflect.Type
+	}{
+		{schemas.BagFile, reflect.TypeOf(BagMessage{})},
+		{schemas.AnnotationFile, reflect.TypeOf(AnnotationMessage{})},
+		{schemas.DeadLetterFile, reflect.TypeOf(DeadLetter{})},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			raw, err := schemas.Raw(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d schemaDoc
+			if err := json.Unmarshal(raw, &d); err != nil {
+				t.Fatal(err)
+			}
+			fields := jsonFields(c.typ)
+			for p := range d.Properties {
+				if !fields[p] {
+					t.Errorf("schema property %q has no field in %s", p, c.typ)
+				}
+			}
+			for f := range fields {
+				if _, ok := d.Properties[f]; !ok {
+					t.Errorf("field %q of %s is not in the schema", f, c.typ)
+				}
+			}
+			for i := range c.typ.NumField() {
+				name, opts, _ := strings.Cut(c.typ.Field(i).Tag.Get("json"), ",")
+				for _, r := range d.Required {
+					if r == name && (strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")) {
+						t.Errorf("required property %q is omitempty in %s", r, c.typ)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGeneratedInstancesValidate marshals Go values (minimal and full) and
+// validates them against the schemas.
+func TestGeneratedInstancesValidate(t *testing.T) {
+	v, err := NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	bag := &mil.Bag{ID: "b1", Instances: [][]float64{{0.1, 0.2}, {0.3, 0.4}}, Labels: []int{1}, InstanceLabels: []int{1, -1}}
+	neg := &mil.Bag{ID: "n1", Instances: [][]float64{{0, 1}}, Labels: []int{}}
+	unl := &mil.Bag{ID: "u1", Instances: [][]float64{{0, 1}}}
+	for _, m := range []BagMessage{
+		NewBagMessage(bag, "test", 2, []string{"a", "b"}, true),
+		NewBagMessage(bag, "", 2, []string{"a", "b"}, false),
+		NewBagMessage(neg, "test", 2, []string{"positive"}, false),
+		NewBagMessage(unl, "", 2, nil, false),
+	} {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.DecodeBag(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if !reflect.DeepEqual(*got, m) {
+			t.Errorf("round trip changed the bag:\n got %+v\nwant %+v", *got, m)
+		}
+		if (got.Labels == nil) != (m.Labels == nil) {
+			t.Errorf("%s: labeled-ness lost in the round trip", m.ID)
+		}
+	}
+	for _, a := range []AnnotationMessage{
+		{SchemaVersion: 1, BagID: "b", Model: "k", ModelVersion: "1", Mode: string(models.Inductive), Classes: []string{}, BagLabels: []int{}, BagScores: []float64{}, AnnotatedAt: now},
+		{SchemaVersion: 1, BagID: "b", Source: "s", Model: "k", ModelVersion: "2", Mode: string(models.Transductive), Classes: []string{"a"},
+			InstanceLabels: []int{0}, InstanceScores: [][]float64{{0.5}}, BagLabels: []int{0}, BagScores: []float64{0.5}, LatencyMS: 1.5, IngestedAt: &now, AnnotatedAt: now, Annotator: "x"},
+	} {
+		raw, _ := json.Marshal(a)
+		if err := v.ValidateAnnotation(raw); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+	for _, r := range Reasons() {
+		d := DeadLetter{SchemaVersion: 1, Reason: r, Error: "e", Stage: StageAnnotate, Key: "k", Topic: "t", Partition: 2, Offset: 7, Original: []byte{0, 1, 2}, OriginalSize: 3, At: now}
+		raw, _ := json.Marshal(d)
+		if err := v.ValidateDeadLetter(raw); err != nil {
+			t.Errorf("reason %s: %v", r, err)
+		}
+	}
+	// And the schema's reason enum is exactly Reasons().
+	raw, _ := schemas.Raw(schemas.DeadLetterFile)
+	var d struct {
+		Properties struct {
+			Reason struct {
+				Enum []string `json:"enum"`
+			} `json:"reason"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range Reasons() {
+		want = append(want, string(r))
+	}
+	sort.Strings(want)
+	sort.Strings(d.Properties.Reason.Enum)
+	if !reflect.DeepEqual(want, d.Properties.Reason.Enum) {
+		t.Errorf("schema reasons %v, Go reasons %v", d.Properties.Reason.Enum, want)
+	}
+}
+
+func TestDecodeBagRejects(t *testing.T) {
+	v, err := NewValidator(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"schema_version":1,"id":"big","dim":1,"instances":[` + strings.Repeat("[0.5],", 60) + `[0.5]]}`
+	cases := []struct {
+		name string
+		raw  string
+		want Reason
+	}{
+		{"truncated", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]`, ReasonMalformedJSON},
+		{"not json", `hello`, ReasonMalformedJSON},
+		{"nan string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}`, ReasonNonFinite},
+		{"inf string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"-Infinity"]]}`, ReasonNonFinite},
+		{"overflow number", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,1e999]]}`, ReasonNonFinite},
+		{"other string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"abc"]]}`, ReasonSchema},
+		{"empty bag", `{"schema_version":1,"id":"x","dim":2,"instances":[]}`, ReasonEmptyBag},
+		{"wrong dim", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2],[1,2,3]]}`, ReasonDimension},
+		{"missing id", `{"schema_version":1,"dim":2,"instances":[[1,2]]}`, ReasonSchema},
+		{"extra field", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"foo":1}`, ReasonSchema},
+		{"wrong version", `{"schema_version":2,"id":"x","dim":2,"instances":[[1,2]]}`, ReasonSchema},
+		{"labels without classes", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[0]}`, ReasonSchema},
+		{"label out of range", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[3],"classes":["a","b"]}`, ReasonLabels},
+		{"labels unordered", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[1,0],"classes":["a","b"]}`, ReasonLabels},
+		{"oversize", big, ReasonOversize},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := v.DecodeBag([]byte(c.raw))
+			r, ok := ReasonOf(err)
+			if !ok || r != c.want {
+				t.Fatalf("reason %q (input error %v), want %q: %v", r, ok, c.want, err)
+			}
+		})
+	}
+	// A valid bag just under the limit passes.
+	if _, err := v.DecodeBag([]byte(`{"schema_version":1,"id":"ok","dim":2,"instances":[[1,2]]}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReasonOf(t *testing.T) {
+	cases := []struct {
+		err  error
+		want Reason
+		ok   bool
+	}{
+		{fmt.Errorf("x: %w", mil.ErrDimension), ReasonDimension, true},
+		{fmt.Errorf("x: %w", mil.ErrNonFinite), ReasonNonFinite, true},
+		{Reject(ReasonOversize, fmt.Errorf("big")), ReasonOversize, true},
+		{fmt.Errorf("redis down"), "", false},
+		{nil, "", false},
+	}
+	for _, c := range cases {
+		r, ok := ReasonOf(c.err)
+		if r != c.want || ok != c.ok {
+			t.Errorf("ReasonOf(%v) = %q,%v want %q,%v", c.err, r, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestDecodeBagRoundTrips decodes every MSCV2 bag (the fast path) and bags
+// with escaped or non-ASCII strings (the reference path) back to the
+// message that was encoded; rows share one backing array but cannot
+// overwrite each other.
+func TestDecodeBagRoundTrips(t *testing.T) {
+	v, err := NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Load("../../../testdata/mscv2/MSCV2.mat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []BagMessage
+	for i := range ds.Bags {
+		msgs = append(msgs, NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, i%2 == 0))
+	}
+	// Negative zero (math.Copysign: the literal -0.0 is positive zero in
+	// Go) on the reference path (escaped and non-ASCII strings) and on the
+	// fast path; json.Marshal writes it as -0.
+	negZero := math.Copysign(0, -1)
+	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, negZero}, {5e300, 1}}, Labels: []int{0}}
+	msgs = append(msgs, NewBagMessage(odd, "caf\u00e9\\src", 2, []string{"\u00e9t\u00e9", "b"}, false))
+	plain := &mil.Bag{ID: "negzero", Instances: [][]float64{{negZero, 0}, {-1e-320, negZero}}}
+	msgs = append(msgs, NewBagMessage(plain, "toy", 2, nil, false))
+	for _, m := range msgs {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.DecodeBag(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", m.ID, err)
+		}
+		if !reflect.DeepEqual(*got, m) {
+			t.Fatalf("round trip changed bag %s:\n got %+v\nwant %+v", m.ID, *got, m)
+		}
+		// DeepEqual compares floats with ==, for which -0 == 0: compare
+		// the bits, so a lost sign is caught.
+		for i := range m.Instances {
+			for j, x := range m.Instances[i] {
+				if y := got.Instances[i][j]; math.Float64bits(y) != math.Float64bits(x) {
+					t.Fatalf("bag %s instance %d feature %d: %v (sign bit %v), want %v (sign bit %v)", m.ID, i, j, y, math.Signbit(y), x, math.Signbit(x))
+				}
+			}
+		}
+		if len(got.Instances) > 1 {
+			second := slices.Clone(got.Instances[1])
+			got.Instances[0] = append(got.Instances[0], 42)
+			if !slices.Equal(got.Instances[1], second) {
+				t.Fatalf("%s: appending to instance 0 changed instance 1", m.ID)
+			}
+		}
+	}
+}
