@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +89,7 @@ func TestRunRetrainerServe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- ServeCommand(ctx, env, kinds, []string{"--brokers", strings.Join(brokers, ","), "--redis", addr, "--registry-prefix", "serve",
-			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", "", "--subset", "0.5"})
+			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", "", "--param", "iters=5"})
 	}()
 	var stdin bytes.Buffer
 	for i := range 40 {
@@ -145,4 +146,41 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestFitConfigCheck: parameters are checked against the kind's declared
+// specs before anything connects, so a misspelt key or an orlr-only flag
+// given to another kind is a usage error (exit 2) naming the valid keys,
+// not a silently ignored setting.
+func TestFitConfigCheck(t *testing.T) {
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	cases := []struct {
+		name string
+		cfg  FitConfig
+		want string // empty: accepted
+	}{
+		{"declared key", FitConfig{Kind: streamtest.KindName, Params: cli.StringList{"iters=3"}}, ""},
+		{"misspelt key", FitConfig{Kind: streamtest.KindName, Params: cli.StringList{"itres=3"}}, "valid:"},
+		{"bad value type", FitConfig{Kind: streamtest.KindName, Params: cli.StringList{"iters=three"}}, "iters"},
+		{"--subset on a kind without subsets", FitConfig{Kind: streamtest.KindName, Subset: 0.5}, "subset"},
+		{"malformed pair", FitConfig{Kind: streamtest.KindName, Params: cli.StringList{"iters"}}, "key=value"},
+		{"unknown kind", FitConfig{Kind: "nope"}, "nope"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := tc.cfg.check(kinds)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if code := cli.ExitCode("retrainer", io.Discard, err); code != 2 {
+				t.Fatalf("exit code %d, want 2 (usage)", code)
+			}
+		})
+	}
 }
