@@ -20,7 +20,10 @@ func TestExitCodes(t *testing.T) {
 		{Args: []string{"--jsonl", "-"}, Code: 2, Stderr: []string{"ingest: --brokers is required"}},
 		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "extra"}, Code: 2, Stderr: []string{`ingest: unexpected arguments ["extra"]`}},
 		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "--log-level", "loud"}, Code: 2, Stderr: []string{"ingest: --log-level"}},
-		// Well formed, but no broker answers on port 1: the work fails.
-		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-"}, Code: 1, Stderr: []string{"ingest: create topics"}},
+		// Well formed, but no broker answers on port 1: the connection
+		// check at start fails, naming the broker.
+		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-"}, Code: 1, Stderr: []string{"ingest: kafka 127.0.0.1:1", "connection refused"}},
+		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "--kafka-sasl-mechanism", "gssapi", "--kafka-sasl-user", "u"}, Code: 2, Stderr: []string{"unknown mechanism"}},
+		{Args: []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "--kafka-tls-cert", "c.pem"}, Code: 2, Stderr: []string{"--kafka-tls-cert and --kafka-tls-key go together"}},
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/embedded/broker"
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
@@ -44,6 +45,7 @@ type config struct {
 	params               cli.StringList
 	timeout              time.Duration
 	verbose              bool
+	kafkaSec             kafkasec.Config
 }
 
 // Run runs the demo. kinds is the model catalog.
@@ -58,6 +60,7 @@ progress and a summary.`, stderr)
 	fs.StringVar(&c.data, "data", "testdata/mscv2/MSCV2.mat", "dataset `file` to stream (needs instance labels for the accuracy)")
 	fs.StringVar(&c.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis `address` or URL (default $REDIS_URL; empty: in-process Redis)")
 	fs.Var(&c.brokers, "brokers", "Kafka brokers (empty: embedded broker)")
+	c.kafkaSec.RegisterFlags(fs)
 	fs.StringVar(&c.kind, "model", "orlr", "model `kind` the retrainer fits")
 	fs.Var(&c.params, "param", "model parameter `key=value` (repeatable; for orlr the demo adds iters=20, msteps=10 for quick refits)")
 	fs.Float64Var(&c.rate, "rate", 60, "ingest rate in bags per second")
@@ -97,6 +100,11 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	}
 	topics := kc.Topics
 	kc.Brokers = c.brokers
+	kc.Security = c.kafkaSec
+	sec, err := c.kafkaSec.Resolve()
+	if err != nil {
+		return cli.Usage(err)
+	}
 	if len(kc.Brokers) == 0 {
 		b, err := broker.Start(broker.Options{Partitions: kc.Partitions, Topics: topics.All()})
 		if err != nil {
@@ -168,10 +176,10 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	}
 	prog := newProgress(ds)
 	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, topics.Annotations, prefix+"-progress", prog.addAnnotation)
+		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.Annotations, prefix+"-progress", prog.addAnnotation)
 	})
 	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, topics.DeadLetter, prefix+"-progress-dlq", func(kafka.Message) error { prog.addDead(); return nil })
+		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.DeadLetter, prefix+"-progress-dlq", func(kafka.Message) error { prog.addDead(); return nil })
 	})
 
 	fmt.Fprintf(stdout, "ingest   %s: %d bags, %d instances, %d classes, at %.0f bags/s, %.0f%% labeled\n\n",

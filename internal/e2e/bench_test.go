@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
@@ -81,7 +82,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 	arrivals := make(chan arrival, 4096)
 	go func() {
-		_ = kafkaio.Tail(ctx, brokers, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
+		_ = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
 			now := time.Now()
 			var ann wire.AnnotationMessage
 			if err := json.Unmarshal(m.Value, &ann); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
@@ -191,7 +192,7 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 		"bad-labels": {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row + `],"labels":[` + strings.Join(all, ",") + `],"classes":` + string(classes) + `}`, wire.ReasonLabelSetTooLarge},
 		"bad-big":    {`{"schema_version":1,"id":"x","dim":48,"instances":[` + strings.Repeat(row+",", 200) + row + `]}`, wire.ReasonOversize},
 	}
-	w := kafkaio.NewWriter(e.brokers)
+	w := kafkaio.NewWriter(e.brokers, kafkasec.Conn{})
 	defer w.Close()
 	var msgs []kafka.Message
 	goodIDs := []string{}

@@ -22,6 +22,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
@@ -62,6 +63,10 @@ type env struct {
 	rdb     *redis.Client
 	prefix  string
 	reg     *featurestore.Registry
+	// sec and secArgs secure the Kafka connections of the test's own
+	// clients and of the annotator processes (zero: plaintext).
+	sec     kafkasec.Conn
+	secArgs []string
 }
 
 func newEnv(t *testing.T) *env {
@@ -116,6 +121,7 @@ func (e *env) startAnnotator(name string, o annotatorOpts) *annotator {
 		"--name", name, "--group", "annotators", "--listen", listen,
 		"--session-timeout", "2s", "--poll", "250ms", "--create-topics=false", "--log-level", "debug",
 	}
+	args = append(args, e.secArgs...)
 	a.cmd = exec.Command(os.Args[0], append(args, o.extra...)...)
 	a.cmd.Env = append(os.Environ(), roleEnv+"=annotator")
 	a.cmd.Stdout = &syncWriter{w: a.log}
@@ -191,7 +197,7 @@ func (e *env) tail(ctx context.Context) *outputs {
 	o := &outputs{anns: map[string][]wire.AnnotationMessage{}}
 	for _, topic := range []string{e.topics.Annotations, e.topics.DeadLetter} {
 		go func() {
-			err := kafkaio.Tail(ctx, e.brokers, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
+			err := kafkaio.Tail(ctx, e.brokers, e.sec, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
 				o.mu.Lock()
 				defer o.mu.Unlock()
 				if topic == e.topics.Annotations {
@@ -294,7 +300,7 @@ func (e *env) promote(blob []byte) string {
 
 func (e *env) publisher(fraction float64) *ingest.Publisher {
 	e.t.Helper()
-	p, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: e.brokers, Topics: e.topics, LabelFraction: fraction, Seed: 1})
+	p, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: e.brokers, Security: e.sec, Topics: e.topics, LabelFraction: fraction, Seed: 1})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -26,6 +27,17 @@ type Options struct {
 	// Topics are created at start with Partitions partitions each.
 	Topics     []string
 	Partitions int
+	// TLS, when set, makes the listener TLS-only with this server
+	// configuration.
+	TLS *tls.Config
+	// Users, when any, turn SASL on: only these users are served.
+	Users []User
+}
+
+// User is a SASL identity of the embedded broker.
+type User struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism, Name, Password string
 }
 
 // Start launches an embedded single-node cluster on 127.0.0.1.
@@ -49,6 +61,15 @@ func Start(o Options) (*Embedded, error) {
 	}
 	if len(o.Topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(int32(o.Partitions), o.Topics...))
+	}
+	if o.TLS != nil {
+		opts = append(opts, kfake.TLS(o.TLS))
+	}
+	if len(o.Users) > 0 {
+		opts = append(opts, kfake.EnableSASL())
+		for _, u := range o.Users {
+			opts = append(opts, kfake.Superuser(u.Mechanism, u.Name, u.Password))
+		}
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/embedded/broker"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 )
 
@@ -25,11 +26,11 @@ func TestKafkaGoCompat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err := kafkaio.EnsureTopics(ctx, b.Addrs(), 3, "in"); err != nil {
+	if err := kafkaio.EnsureTopics(ctx, b.Addrs(), kafkasec.Conn{}, 3, "in"); err != nil {
 		t.Fatal(err)
 	}
 	// Creating again must not fail.
-	if err := kafkaio.EnsureTopics(ctx, b.Addrs(), 3, "in"); err != nil {
+	if err := kafkaio.EnsureTopics(ctx, b.Addrs(), kafkasec.Conn{}, 3, "in"); err != nil {
 		t.Fatalf("second EnsureTopics: %v", err)
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(b.Addrs()...), Topic: "in", RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}

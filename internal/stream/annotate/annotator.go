@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -32,8 +33,10 @@ import (
 // AnnotatorConfig configures an annotator.
 type AnnotatorConfig struct {
 	Brokers []string
-	GroupID string
-	Topics  wire.Topics
+	// Security secures the Kafka connections (zero: plaintext).
+	Security kafkasec.Conn
+	GroupID  string
+	Topics   wire.Topics
 	// Name identifies this instance in annotations and logs.
 	Name string
 	// Kinds decodes the model blobs; Store serves them.
@@ -239,6 +242,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:           a.cfg.Brokers,
+		Dialer:            a.cfg.Security.Dialer(),
 		GroupID:           a.cfg.GroupID,
 		Topic:             a.cfg.Topics.Annotate,
 		MinBytes:          1,
@@ -257,7 +261,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 		Logger:      kafkaio.Logger(log, slog.LevelDebug),
 		ErrorLogger: kafkaio.Logger(log, slog.LevelWarn),
 	})
-	w := kafkaio.NewWriter(a.cfg.Brokers)
+	w := kafkaio.NewWriter(a.cfg.Brokers, a.cfg.Security)
 	defer func() {
 		a.consuming.Store(false)
 		if err := r.Close(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
@@ -80,7 +81,7 @@ func (h *harness) collect(ctx context.Context, want int, timeout time.Duration) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := kafkaio.Tail(ctx, h.brokers, topic, fmt.Sprintf("tail-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+			err := kafkaio.Tail(ctx, h.brokers, kafkasec.Conn{}, topic, fmt.Sprintf("tail-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if topic == h.topics.Annotations {
@@ -200,7 +201,7 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 		{`{"schema_version":1,"id":"bad-vocab","dim":2,"instances":[[1,2]],"labels":[0],"classes":["x","y","z"]}`, wire.ReasonVocabulary},
 		{`{"schema_version":1,"id":"bad-big","dim":2,"instances":[` + strings.Repeat("[0.5,0.5],", 500) + `[0.5,0.5]]}`, wire.ReasonOversize},
 	}
-	w := kafkaio.NewWriter(h.brokers)
+	w := kafkaio.NewWriter(h.brokers, kafkasec.Conn{})
 	defer w.Close()
 	var msgs []kafka.Message
 	gi := 0

@@ -107,6 +107,11 @@ type Service struct {
 // New starts the service: logger, telemetry and topics, then Redis (waiting
 // for it until ctx ends), then the annotator.
 func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Config) (*Service, error) {
+	// A malformed Redis address is a usage error, reported before any
+	// connection is tried.
+	if _, err := cfg.Redis.Options(); err != nil {
+		return nil, err
+	}
 	rt, err := service.Start(ctx, env, "annotator", cfg.Kafka, cfg.Telemetry, "name", cfg.Name)
 	if err != nil {
 		return nil, err
@@ -117,7 +122,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		return nil, err
 	}
 	acfg := AnnotatorConfig{
-		Brokers: cfg.Kafka.Brokers, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
+		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
 		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
 		Obs: rt.Obs(),

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -53,7 +54,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	// Every output carries the schema version and a trace context.
 	var headers []kafka.Header
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = kafkaio.Tail(tctx, h.brokers, h.topics.Annotations, "headers", func(m kafka.Message) error {
+	err = kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, "headers", func(m kafka.Message) error {
 		headers = m.Headers
 		return kafkaio.ErrStop
 	})

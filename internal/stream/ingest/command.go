@@ -120,7 +120,7 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := NewPublisher(PublisherConfig{Brokers: cfg.Kafka.Brokers, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
+	pub, err := NewPublisher(PublisherConfig{Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
 		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes, Obs: rt.Obs()})
 	if err != nil {
 		rt.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -36,7 +37,7 @@ func readTopic(t *testing.T, brokers []string, topic string, n int) [][]byte {
 	defer cancel()
 	var mu sync.Mutex
 	var out [][]byte
-	err := kafkaio.Tail(ctx, brokers, topic, fmt.Sprintf("read-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, fmt.Sprintf("read-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		out = append(out, m.Value)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/sample"
@@ -23,7 +24,9 @@ import (
 // PublisherConfig configures the ingest side of the pipeline.
 type PublisherConfig struct {
 	Brokers []string
-	Topics  wire.Topics
+	// Security secures the Kafka connections (zero: plaintext).
+	Security kafkasec.Conn
+	Topics   wire.Topics
 	// LabelFraction of the labeled bags keep their labels (and also go to
 	// the training topic); the others are published unlabeled. 1 keeps
 	// every label. The choice hashes the bag id with Seed, so it is the
@@ -69,7 +72,7 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, w: kafkaio.NewWriter(cfg.Brokers), validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
+	return &Publisher{cfg: cfg, w: kafkaio.NewWriter(cfg.Brokers, cfg.Security), validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
 		stats: IngestStats{Rejected: map[wire.Reason]int{}}}, nil
 }
 

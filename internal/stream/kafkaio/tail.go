@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 )
 
 // ErrStop, returned by a Tail callback, ends the tail without error.
@@ -15,9 +17,10 @@ var ErrStop = errors.New("stop tailing")
 // should be unique to the caller, e.g. a demo's progress view or a test)
 // and calls fn for each message until fn returns an error or ctx ends.
 // Offsets are not committed: a tail is an observer, not a processor.
-func Tail(ctx context.Context, brokers []string, topic, group string, fn func(kafka.Message) error) error {
+func Tail(ctx context.Context, brokers []string, sec kafkasec.Conn, topic, group string, fn func(kafka.Message) error) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:          brokers,
+		Dialer:           sec.Dialer(),
 		GroupID:          group,
 		Topic:            topic,
 		MinBytes:         1,

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 )
 
 // NewWriter returns a producer for the pipeline's topics. Every write waits
@@ -19,9 +21,12 @@ import (
 // which would make the commit-after-ack discipline meaningless), messages
 // are partitioned by key (the bag id) so one bag's records stay ordered, and
 // the topic is set per message so one writer serves every output.
-func NewWriter(brokers []string) *kafka.Writer {
+//
+// sec secures the connections (TLS, SASL); its zero value is plaintext.
+func NewWriter(brokers []string, sec kafkasec.Conn) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
+		Transport:    sec.Transport(),
 		RequiredAcks: kafka.RequireAll,
 		Balancer:     &kafka.Hash{},
 		// WriteMessages is called with whole batches; a short timeout stops

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -39,6 +40,8 @@ type RetrainStore interface {
 // RetrainerConfig configures the retrainer.
 type RetrainerConfig struct {
 	Brokers []string
+	// Security secures the Kafka connections (zero: plaintext).
+	Security kafkasec.Conn
 	// Topic holds the weakly labeled bags.
 	Topic string
 	Kinds *models.Registry
@@ -287,7 +290,7 @@ func (r *Retrainer) refitLogged(ctx context.Context) {
 func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
 	var parts []kafka.Partition
 	err := retry(ctx, r.cfg.Obs, "read partitions", func() error {
-		conn, err := (&kafka.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", r.cfg.Brokers[0])
+		conn, err := r.cfg.Security.Dialer().DialContext(ctx, "tcp", r.cfg.Brokers[0])
 		if err != nil {
 			return err
 		}
@@ -302,7 +305,7 @@ func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
 	for _, p := range parts {
 		var first, last int64
 		err := retry(ctx, r.cfg.Obs, "read offsets", func() error {
-			conn, err := kafka.DialLeader(ctx, "tcp", r.cfg.Brokers[0], r.cfg.Topic, p.ID)
+			conn, err := r.cfg.Security.Dialer().DialLeader(ctx, "tcp", r.cfg.Brokers[0], r.cfg.Topic, p.ID)
 			if err != nil {
 				return err
 			}
@@ -321,7 +324,7 @@ func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
 // follow reads one partition from off onwards into out until ctx ends.
 // Read errors are retried; a reader that cannot be positioned is an error.
 func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out chan<- kafka.Message) error {
-	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Topic: r.cfg.Topic, Partition: partition,
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Dialer: r.cfg.Security.Dialer(), Topic: r.cfg.Topic, Partition: partition,
 		MinBytes: 1, MaxBytes: 64 << 20, MaxWait: 200 * time.Millisecond})
 	defer rd.Close()
 	if err := rd.SetOffset(off); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -217,7 +218,7 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ds := streamtest.SmallDataset(40)
-	w := kafkaio.NewWriter(h.brokers)
+	w := kafkaio.NewWriter(h.brokers, kafkasec.Conn{})
 	defer w.Close()
 	var msgs []kafka.Message
 	for i := range ds.Bags {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/telemetry"
@@ -19,11 +20,16 @@ type Kafka struct {
 	// Create makes Start create missing topics with Partitions partitions.
 	Create     bool
 	Partitions int
+	// Security is TLS and SASL towards the brokers.
+	Security kafkasec.Config
+	// CheckTimeout bounds the connection check at start: a wrong password
+	// or an untrusted certificate stops the command within it.
+	CheckTimeout time.Duration
 }
 
 // DefaultKafka returns the defaults of the Kafka flags.
 func DefaultKafka() Kafka {
-	return Kafka{Topics: wire.DefaultTopics(), Create: true, Partitions: 4}
+	return Kafka{Topics: wire.DefaultTopics(), Create: true, Partitions: 4, CheckTimeout: 10 * time.Second}
 }
 
 // Register adds the Kafka flags to fs, with k's values as defaults.
@@ -35,6 +41,7 @@ func (k *Kafka) Register(fs *flag.FlagSet) {
 	fs.StringVar(&k.Topics.DeadLetter, "topic-dead-letters", k.Topics.DeadLetter, "topic of the dead letters")
 	fs.BoolVar(&k.Create, "create-topics", k.Create, "create missing topics at start-up")
 	fs.IntVar(&k.Partitions, "partitions", k.Partitions, "partitions of the topics created at start-up")
+	k.Security.RegisterFlags(fs)
 }
 
 // Check reports a missing broker list as a usage error.
@@ -42,7 +49,32 @@ func (k Kafka) Check() error {
 	if len(k.Brokers) == 0 {
 		return cli.Usagef("--brokers is required")
 	}
+	if err := k.Security.Validate(); err != nil {
+		return cli.Usage(err)
+	}
 	return nil
+}
+
+// Connect resolves the security settings (reading the CA, certificate and
+// password files) and checks that every broker can be reached,
+// authenticated and asked for metadata, so a misconfiguration stops the
+// command at start with a message that says what is wrong.
+func (k Kafka) Connect(ctx context.Context) (kafkasec.Conn, error) {
+	if err := k.Check(); err != nil {
+		return kafkasec.Conn{}, err
+	}
+	conn, err := k.Security.Resolve()
+	if err != nil {
+		return kafkasec.Conn{}, cli.Usage(err)
+	}
+	timeout := k.CheckTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	if err := conn.Check(ctx, k.Brokers, timeout); err != nil {
+		return kafkasec.Conn{}, err
+	}
+	return conn, nil
 }
 
 // Telemetry selects the trace exporter and the log level.
@@ -96,6 +128,8 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 type Runtime struct {
 	Log       *slog.Logger
 	Telemetry *telemetry.Providers
+	// Kafka is the checked, secured connection to the brokers.
+	Kafka kafkasec.Conn
 }
 
 // Obs returns the observability handles of the runtime.
@@ -126,9 +160,15 @@ func Start(ctx context.Context, env Env, name string, k Kafka, t Telemetry, logA
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{Log: log, Telemetry: prov}
+	conn, err := k.Connect(ctx)
+	if err != nil {
+		_ = prov.Shutdown(context.Background())
+		return nil, err
+	}
+	log.Info("kafka connection checked", "brokers", []string(k.Brokers), "security", k.Security)
+	rt := &Runtime{Log: log, Telemetry: prov, Kafka: conn}
 	if k.Create {
-		if err := kafkaio.EnsureTopics(ctx, k.Brokers, k.Partitions, k.Topics.All()...); err != nil {
+		if err := kafkaio.EnsureTopics(ctx, k.Brokers, conn, k.Partitions, k.Topics.All()...); err != nil {
 			rt.Close()
 			return nil, err
 		}
