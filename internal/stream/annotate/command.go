@@ -100,7 +100,7 @@ and writes annotations and dead letters. Serves /healthz, /readyz and
 type Service struct {
 	cfg Config
 	rt  *service.Runtime
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	a   *Annotator
 }
 

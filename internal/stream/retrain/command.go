@@ -156,7 +156,7 @@ and promotes it when its Hamming loss is not worse by more than --margin.`, env.
 type Service struct {
 	cfg    ServeConfig
 	rt     *service.Runtime
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	r      *Retrainer
 	params models.Params
 }
