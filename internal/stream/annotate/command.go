@@ -12,6 +12,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -23,13 +24,16 @@ type Config struct {
 	Telemetry service.Telemetry
 	// Name identifies the instance in annotations and logs; Group is the
 	// consumer group; Listen the address of /healthz, /readyz and /metrics
-	// (empty: none).
+	// (empty: none; loopback by default, as they are unauthenticated).
 	Name, Group, Listen string
-	Workers, BatchSize  int
-	BatchWait, Poll     time.Duration
-	MaxMessageBytes     int
-	DrainTimeout        time.Duration
-	SessionTimeout      time.Duration
+	// VerifyKey is the PEM file of the Ed25519 public key that model blobs
+	// must be signed with (empty: signatures are not checked).
+	VerifyKey          string
+	Workers, BatchSize int
+	BatchWait, Poll    time.Duration
+	MaxMessageBytes    int
+	DrainTimeout       time.Duration
+	SessionTimeout     time.Duration
 	// NoFeatureCache turns the Redis cache of mapped instances off.
 	NoFeatureCache  bool
 	CachePrefix     string
@@ -41,7 +45,7 @@ type Config struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
-		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: ":8080", BatchSize: 64,
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 }
@@ -52,7 +56,8 @@ func (c *Config) register(fs *flag.FlagSet) {
 	c.Telemetry.Register(fs)
 	fs.StringVar(&c.Name, "name", c.Name, "instance `name` written into annotations")
 	fs.StringVar(&c.Group, "group", c.Group, "consumer group")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz and /metrics (empty: none)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz and /metrics, which need no credentials (empty: none; :8080 for all interfaces, as in a container)")
+	fs.StringVar(&c.VerifyKey, "verify-key", c.VerifyKey, "PEM `file` of the Ed25519 public key models must be signed with (retrainer --signing-key); unsigned or badly signed models are refused (empty: signatures not checked)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
 	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch waits to fill")
@@ -112,9 +117,22 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	if _, err := cfg.Redis.Options(); err != nil {
 		return nil, err
 	}
+	var regOpts []featurestore.RegistryOption
+	if cfg.VerifyKey != "" {
+		key, err := signing.LoadPublicKey(cfg.VerifyKey)
+		if err != nil {
+			return nil, cli.Usagef("--verify-key: %w", err)
+		}
+		regOpts = append(regOpts, featurestore.WithVerifyKey(key))
+	}
 	rt, err := service.Start(ctx, env, "annotator", cfg.Kafka, cfg.Telemetry, "name", cfg.Name)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.VerifyKey != "" {
+		rt.Log.Info("model signatures checked", "verify_key", cfg.VerifyKey)
+	} else {
+		rt.Log.Warn("model signatures not checked (no --verify-key): whoever can write to Redis can have this annotator serve a model")
 	}
 	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
 	if err != nil {
@@ -123,7 +141,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	}
 	acfg := AnnotatorConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
-		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
 		Obs: rt.Obs(),
 	}
