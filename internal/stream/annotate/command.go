@@ -2,9 +2,12 @@ package annotate
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -139,9 +142,13 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		rt.Close()
 		return nil, err
 	}
+	var store ModelStore = featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
+	if cfg.VerifyKey != "" {
+		store = &signatureAlarm{ModelStore: store, log: rt.Log}
+	}
 	acfg := AnnotatorConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
-		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
+		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
 		Obs: rt.Obs(),
 	}
@@ -155,6 +162,33 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		return nil, err
 	}
 	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
+}
+
+// signatureAlarm reports at ERROR, once per refusal, a current model that
+// the registry refused for its signature: unsigned, or signed by another
+// key or altered after signing, which is what tampering by someone with
+// write access to Redis looks like. The annotator keeps serving the model
+// it holds either way.
+type signatureAlarm struct {
+	ModelStore
+	log  *slog.Logger
+	mu   sync.Mutex
+	last string // the refusal reported last
+}
+
+var _ ModelStore = (*signatureAlarm)(nil)
+
+func (s *signatureAlarm) Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error) {
+	blob, meta, err := s.ModelStore.Current(ctx)
+	if errors.Is(err, featurestore.ErrUnsigned) || errors.Is(err, featurestore.ErrBadSignature) {
+		s.mu.Lock()
+		if msg := err.Error(); msg != s.last {
+			s.last = msg
+			s.log.Error("current model refused: its signature does not verify with --verify-key (tampering, or signed with another key)", "err", err)
+		}
+		s.mu.Unlock()
+	}
+	return blob, meta, err
 }
 
 // Annotator returns the service's annotator.
