@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
@@ -123,8 +125,22 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	rc.RegistryPrefix = prefix + ":models"
 	fmt.Fprintf(stdout, "redis    %s (key prefix {%s:*})\n", where, prefix)
 
+	// Signing on, as in production: a fresh key pair for this run; the
+	// retrainer signs every model, the annotators refuse any other.
+	keys, err := os.MkdirTemp("", "mimlstream-demo-keys-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(keys)
+	signingKey, verifyKey, err := writeKeyPair(keys)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "signing  models signed with a fresh Ed25519 key; annotators refuse unsigned or badly signed ones\n")
+
 	rcfg := retrain.DefaultServeConfig()
 	rcfg.Kafka, rcfg.Redis, rcfg.Telemetry, rcfg.Listen = kc, rc, tel, ""
+	rcfg.Fit.SigningKey = signingKey
 	rcfg.Fit.Kind = c.kind
 	rcfg.Fit.Params = c.params
 	if c.kind == "orlr" {
@@ -143,6 +159,7 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	for i := range c.annotators {
 		acfg := annotate.DefaultConfig()
 		acfg.Kafka, acfg.Redis, acfg.Telemetry, acfg.Listen = kc, rc, tel, ""
+		acfg.VerifyKey = verifyKey
 		acfg.Name, acfg.Group = fmt.Sprintf("annotator-%d", i+1), "demo-annotators"
 		acfg.Poll, acfg.SessionTimeout = time.Second, 6*time.Second
 		acfg.CachePrefix, acfg.CacheMaxEntries = prefix+":features", 100000
@@ -237,6 +254,23 @@ func replay(ds *mil.Dataset, rounds int) *mil.Dataset {
 		}
 	}
 	return &out
+}
+
+// writeKeyPair writes a fresh Ed25519 key pair into dir and returns the
+// paths of the private and the public key.
+func writeKeyPair(dir string) (priv, pub string, err error) {
+	privPEM, pubPEM, err := signing.GenerateKey()
+	if err != nil {
+		return "", "", err
+	}
+	priv, pub = filepath.Join(dir, "signing-key.pem"), filepath.Join(dir, "verify-key.pem")
+	if err := os.WriteFile(priv, privPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(pub, pubPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	return priv, pub, nil
 }
 
 // startRedis returns the settings of the given Redis after checking that it

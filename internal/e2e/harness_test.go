@@ -60,7 +60,7 @@ type env struct {
 	t       *testing.T
 	brokers []string
 	topics  wire.Topics
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	prefix  string
 	reg     *featurestore.Registry
 	// sec and secArgs secure the Kafka connections of the test's own

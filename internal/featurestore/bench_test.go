@@ -14,7 +14,7 @@ import (
 
 // benchClient returns the real Redis when one answers, else the embedded
 // one; the backend is part of the benchmark name.
-func benchClient(b *testing.B) (*redis.Client, string) {
+func benchClient(b *testing.B) (redis.UniversalClient, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if rdb, err := Connect(ctx, Options{Addr: realRedisAddr()}); err == nil {

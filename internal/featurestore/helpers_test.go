@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
 // realRedisAddr is the Redis the tests use besides the embedded one;
@@ -27,10 +29,44 @@ func realRedisAddr() string {
 	return "127.0.0.1:6379"
 }
 
+// backendTest is a test body run against one Redis backend, with a fresh
+// key prefix.
+type backendTest func(t *testing.T, rdb redis.UniversalClient, prefix string)
+
+// backendSuite is every test that forEachBackend runs; TestRedisCluster
+// runs them all once more on a three-node Redis Cluster.
+func backendSuite() []struct {
+	name string
+	f    backendTest
+} {
+	return []struct {
+		name string
+		f    backendTest
+	}{
+		{"PutGet", testPutGet},
+		{"GetUnknown", testGetUnknown},
+		{"CorruptionRefused", testCorruptionRefused},
+		{"PutNeverOverwrites", testPutNeverOverwrites},
+		{"PromoteRollbackAgainstReference", testPromoteRollbackAgainstReference},
+		{"ConcurrentPromote", testConcurrentPromote},
+		{"List", testList},
+		{"Prune", testPrune},
+		{"PruneConcurrentWithPromote", testPruneConcurrentWithPromote},
+		{"Signing", testSigning},
+		{"IDsSurviveReset", testIDsSurviveReset},
+		{"CacheRoundTrip", testCacheRoundTrip},
+		{"CacheTTL", testCacheTTL},
+		{"CacheLRUAgainstReference", testCacheLRUAgainstReference},
+		{"CacheBoundConcurrent", testCacheBoundConcurrent},
+		{"CacheCorruptValueRefused", testCacheCorruptValueRefused},
+	}
+}
+
 // forEachBackend runs f against the real Redis (skipped when none answers,
 // unless CI=true) and against the embedded one, each time with a fresh
-// random key prefix whose keys are deleted afterwards.
-func forEachBackend(t *testing.T, f func(t *testing.T, rdb *redis.Client, prefix string)) {
+// random key prefix whose keys are deleted afterwards. The Redis Cluster
+// run of the same bodies is TestRedisCluster.
+func forEachBackend(t *testing.T, f backendTest) {
 	t.Helper()
 	t.Run("real", func(t *testing.T) {
 		addr := realRedisAddr()
@@ -55,7 +91,57 @@ func forEachBackend(t *testing.T, f func(t *testing.T, rdb *redis.Client, prefix
 	})
 }
 
-func embedded(t *testing.T) *redis.Client {
+// TestRedisCluster runs every backend test on a real three-node Redis
+// Cluster started on loopback (skipped when redis-server is not
+// installed): the registry's transactions, scripts and pub/sub, and the
+// cache's scripts, must work when keys are spread over nodes, which the
+// hash tag in every key allows. The cluster is started once and shared;
+// each test has its own prefix.
+func TestRedisCluster(t *testing.T) {
+	addrs := redistest.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb, err := Connect(ctx, Options{Addr: strings.Join(addrs, ",")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		t.Fatalf("Connect with %d addresses made a %T, want a cluster client", len(addrs), rdb)
+	}
+	// The prefixes of the tests land in different slots, so the suite
+	// uses more than one node.
+	nodes := map[string]bool{}
+	for _, tc := range backendSuite() {
+		prefix := uniquePrefix(t)
+		node, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, base(prefix, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[node.Options().Addr] = true
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, rdb, prefix) })
+	}
+	t.Logf("%d tests on %d cluster nodes", len(backendSuite()), len(nodes))
+	if len(nodes) < 2 {
+		t.Errorf("every test landed on one node of the cluster; the test proves little")
+	}
+}
+
+// newClientLike opens a second client to the same Redis (or cluster) as
+// rdb, with its own connection pool, as another process would.
+func newClientLike(t *testing.T, rdb redis.UniversalClient) redis.UniversalClient {
+	t.Helper()
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return redis.NewClient(&redis.Options{Addr: c.Options().Addr, DB: c.Options().DB})
+	case *redis.ClusterClient:
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs})
+	}
+	t.Fatalf("unexpected client %T", rdb)
+	return nil
+}
+
+func embedded(t *testing.T) redis.UniversalClient {
 	t.Helper()
 	addr, stop, err := redisserver.Start()
 	if err != nil {
@@ -78,7 +164,7 @@ func uniquePrefix(t *testing.T) string {
 	return "mimlstream-test:" + hex.EncodeToString(b)
 }
 
-func deleteMatching(t *testing.T, rdb *redis.Client, pattern string) {
+func deleteMatching(t *testing.T, rdb redis.UniversalClient, pattern string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -2,7 +2,9 @@ package featurestore
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 )
 
 // Errors returned by the registry; match them with errors.Is.
@@ -28,6 +31,13 @@ var (
 	// with, or a cached value is malformed. Such data is never served, and
 	// a corrupt model version is never promoted.
 	ErrCorrupt = errors.New("corrupt or mismatched model blob")
+	// ErrUnsigned: a registry with a verify key read a version without a
+	// signature. ErrBadSignature: the signature does not verify with the
+	// key (the blob was altered after signing, or signed by another key).
+	// Both come wrapped together with ErrCorrupt, so every caller that
+	// refuses corrupt blobs refuses these too.
+	ErrUnsigned     = signing.ErrUnsigned
+	ErrBadSignature = signing.ErrBadSignature
 )
 
 // Alias names maintained by Promote and Rollback.
@@ -47,8 +57,16 @@ const maxTxAttempts = 50
 
 // VersionMeta describes one stored model version.
 type VersionMeta struct {
-	// Version is assigned by Put: "v1", "v2", ... in order of storage.
-	Version string   `json:"version"`
+	// Version is assigned by Put: "v1", "v2", ... in order of storage. It
+	// names the version in the registry (aliases, Promote, Get) and to
+	// people, and it starts again at v1 if Redis loses the registry's
+	// data; ID does not.
+	Version string `json:"version"`
+	// ID is assigned by Put and unique forever: a ULID (creation time in
+	// milliseconds and 80 random bits), so two models never share it,
+	// across registries and registry resets. Versions stored before IDs
+	// existed have none.
+	ID      string   `json:"id,omitempty"`
 	Kind    string   `json:"kind"`
 	Classes []string `json:"classes"`
 	Dim     int      `json:"dim"`
@@ -63,10 +81,24 @@ type VersionMeta struct {
 	Metrics        map[string]float64 `json:"metrics,omitempty"`
 	// Parent is the version this one was warm-started from, if any.
 	Parent string `json:"parent,omitempty"`
+	// Signature is the standard base64 of the Ed25519 signature of the
+	// blob (signing.Sign), made by Put on a registry with a signing key;
+	// empty when the version is unsigned. It covers the blob, and through
+	// the blob's envelope the kind, classes and dimension; not the rest of
+	// this metadata.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Registry stores serialized models (models.Encode envelopes) as immutable,
 // checksummed versions, and keeps the aliases "current" and "previous".
+//
+// Signing: a registry given a signing key (WithSigningKey) signs every blob
+// it stores; a registry given a verify key (WithVerifyKey), or a signing
+// key, whose public half then serves as the verify key, refuses on every
+// read (Get, Current, and the checks of Promote and Rollback) a version that
+// is unsigned or whose signature does not verify. The checksum detects
+// corruption; the signature detects tampering by anyone who can write to
+// Redis but does not hold the private key.
 //
 // Key layout, with B = "{prefix}":
 //
@@ -79,15 +111,47 @@ type VersionMeta struct {
 //	                is always the "previous" alias
 //	B:events        pub/sub channel carrying each new current version id
 type Registry struct {
-	rdb  redis.UniversalClient
-	base string
+	rdb    redis.UniversalClient
+	base   string
+	signer ed25519.PrivateKey // nil: Put stores blobs unsigned
+	verify ed25519.PublicKey  // nil: reads do not check signatures
+}
+
+// RegistryOption configures a Registry.
+type RegistryOption func(*Registry)
+
+// WithSigningKey makes Put sign every blob with key, and reads check
+// signatures against its public half unless WithVerifyKey says otherwise:
+// a signer (the retrainer) must not warm-start from, or compare against, a
+// model it cannot authenticate, or it would sign a tampered model's
+// descendant.
+func WithSigningKey(key ed25519.PrivateKey) RegistryOption {
+	return func(r *Registry) {
+		r.signer = key
+		if r.verify == nil {
+			r.verify = key.Public().(ed25519.PublicKey)
+		}
+	}
+}
+
+// WithVerifyKey makes every read refuse versions that are unsigned or whose
+// signature does not verify with key.
+func WithVerifyKey(key ed25519.PublicKey) RegistryOption {
+	return func(r *Registry) { r.verify = key }
 }
 
 // NewRegistry returns a registry whose keys start with "{prefix}" (default
 // prefix "mimlstream:models").
-func NewRegistry(rdb redis.UniversalClient, prefix string) *Registry {
-	return &Registry{rdb: rdb, base: base(prefix, "mimlstream:models")}
+func NewRegistry(rdb redis.UniversalClient, prefix string, opts ...RegistryOption) *Registry {
+	r := &Registry{rdb: rdb, base: base(prefix, "mimlstream:models")}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
+
+// Verifies reports whether reads check signatures.
+func (r *Registry) Verifies() bool { return r.verify != nil }
 
 func (r *Registry) seqKey() string              { return r.base + ":seq" }
 func (r *Registry) blobKey(v string) string     { return r.base + ":blob:" + v }
@@ -114,10 +178,13 @@ return 1
 `)
 
 // Put stores blob as a new immutable version and returns its metadata. It
-// assigns Version, Checksum, Size and CreatedAt (values the caller set for
-// Checksum or Size must match the blob). The blob must be a model envelope
-// (models.Encode); Kind, Classes and Dim are taken from it when meta leaves
-// them empty and must agree with it otherwise. A Parent must exist.
+// assigns Version, ID, Checksum, Size and CreatedAt (values the caller set
+// for Checksum or Size must match the blob). The blob must be a model
+// envelope (models.Encode); Kind, Classes and Dim are taken from it when
+// meta leaves them empty and must agree with it otherwise. A Parent must
+// exist. With a signing key, Put signs the blob (replacing any Signature
+// given); without one it keeps a given Signature (a blob signed elsewhere).
+// A registry that verifies refuses to store what it would refuse to read.
 func (r *Registry) Put(ctx context.Context, blob []byte, meta VersionMeta) (VersionMeta, error) {
 	sum := sha256.Sum256(blob)
 	checksum := hex.EncodeToString(sum[:])
@@ -143,6 +210,16 @@ func (r *Registry) Put(ctx context.Context, blob []byte, meta VersionMeta) (Vers
 	if err := matchEnvelope(meta, env); err != nil {
 		return VersionMeta{}, fmt.Errorf("put: %w", err)
 	}
+	if r.signer != nil {
+		meta.Signature = base64.StdEncoding.EncodeToString(signing.Sign(r.signer, blob))
+	}
+	if err := r.checkSignature(blob, meta); err != nil {
+		return VersionMeta{}, fmt.Errorf("put: %w", err)
+	}
+	id, err := newULID(time.Now())
+	if err != nil {
+		return VersionMeta{}, fmt.Errorf("put: %w", err)
+	}
 	if meta.Parent != "" {
 		n, err := r.rdb.Exists(ctx, r.metaKey(meta.Parent)).Result()
 		if err != nil {
@@ -158,6 +235,7 @@ func (r *Registry) Put(ctx context.Context, blob []byte, meta VersionMeta) (Vers
 		return VersionMeta{}, fmt.Errorf("put: next version number: %w", err)
 	}
 	meta.Version = "v" + strconv.FormatInt(n, 10)
+	meta.ID = id
 	meta.Checksum = checksum
 	meta.Size = len(blob)
 	meta.CreatedAt = time.Now().UTC()
@@ -229,7 +307,30 @@ func (r *Registry) Get(ctx context.Context, version string) ([]byte, VersionMeta
 	if err := verify(version, blob, meta); err != nil {
 		return nil, VersionMeta{}, fmt.Errorf("get %s: %w", version, err)
 	}
+	if err := r.checkSignature(blob, meta); err != nil {
+		return nil, VersionMeta{}, fmt.Errorf("get %s: %w", version, err)
+	}
 	return blob, meta, nil
+}
+
+// checkSignature verifies meta's signature of blob when the registry has a
+// verify key. The error wraps ErrCorrupt and ErrUnsigned or
+// ErrBadSignature.
+func (r *Registry) checkSignature(blob []byte, meta VersionMeta) error {
+	if r.verify == nil {
+		return nil
+	}
+	var sig []byte
+	if meta.Signature != "" {
+		var err error
+		if sig, err = base64.StdEncoding.DecodeString(meta.Signature); err != nil {
+			return fmt.Errorf("%w: %w (signature is not base64)", ErrCorrupt, ErrBadSignature)
+		}
+	}
+	if err := signing.Verify(r.verify, blob, sig); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return nil
 }
 
 func verify(version string, blob []byte, meta VersionMeta) error {

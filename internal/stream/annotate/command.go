@@ -2,9 +2,12 @@ package annotate
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +15,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -23,13 +27,16 @@ type Config struct {
 	Telemetry service.Telemetry
 	// Name identifies the instance in annotations and logs; Group is the
 	// consumer group; Listen the address of /healthz, /readyz and /metrics
-	// (empty: none).
+	// (empty: none; loopback by default, as they are unauthenticated).
 	Name, Group, Listen string
-	Workers, BatchSize  int
-	BatchWait, Poll     time.Duration
-	MaxMessageBytes     int
-	DrainTimeout        time.Duration
-	SessionTimeout      time.Duration
+	// VerifyKey is the PEM file of the Ed25519 public key that model blobs
+	// must be signed with (empty: signatures are not checked).
+	VerifyKey          string
+	Workers, BatchSize int
+	BatchWait, Poll    time.Duration
+	MaxMessageBytes    int
+	DrainTimeout       time.Duration
+	SessionTimeout     time.Duration
 	// NoFeatureCache turns the Redis cache of mapped instances off.
 	NoFeatureCache  bool
 	CachePrefix     string
@@ -41,7 +48,7 @@ type Config struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
-		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: ":8080", BatchSize: 64,
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 }
@@ -52,7 +59,8 @@ func (c *Config) register(fs *flag.FlagSet) {
 	c.Telemetry.Register(fs)
 	fs.StringVar(&c.Name, "name", c.Name, "instance `name` written into annotations")
 	fs.StringVar(&c.Group, "group", c.Group, "consumer group")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz and /metrics (empty: none)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz and /metrics, which need no credentials (empty: none; :8080 for all interfaces, as in a container)")
+	fs.StringVar(&c.VerifyKey, "verify-key", c.VerifyKey, "PEM `file` of the Ed25519 public key models must be signed with (retrainer --signing-key); unsigned or badly signed models are refused (empty: signatures not checked)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
 	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch waits to fill")
@@ -100,7 +108,7 @@ and writes annotations and dead letters. Serves /healthz, /readyz and
 type Service struct {
 	cfg Config
 	rt  *service.Runtime
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	a   *Annotator
 }
 
@@ -112,18 +120,35 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	if _, err := cfg.Redis.Options(); err != nil {
 		return nil, err
 	}
+	var regOpts []featurestore.RegistryOption
+	if cfg.VerifyKey != "" {
+		key, err := signing.LoadPublicKey(cfg.VerifyKey)
+		if err != nil {
+			return nil, cli.Usagef("--verify-key: %w", err)
+		}
+		regOpts = append(regOpts, featurestore.WithVerifyKey(key))
+	}
 	rt, err := service.Start(ctx, env, "annotator", cfg.Kafka, cfg.Telemetry, "name", cfg.Name)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.VerifyKey != "" {
+		rt.Log.Info("model signatures checked", "verify_key", cfg.VerifyKey)
+	} else {
+		rt.Log.Warn("model signatures not checked (no --verify-key): whoever can write to Redis can have this annotator serve a model")
 	}
 	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
 	if err != nil {
 		rt.Close()
 		return nil, err
 	}
+	var store ModelStore = featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
+	if cfg.VerifyKey != "" {
+		store = &signatureAlarm{ModelStore: store, log: rt.Log}
+	}
 	acfg := AnnotatorConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
-		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
+		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
 		Obs: rt.Obs(),
 	}
@@ -137,6 +162,33 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		return nil, err
 	}
 	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
+}
+
+// signatureAlarm reports at ERROR, once per refusal, a current model that
+// the registry refused for its signature: unsigned, or signed by another
+// key or altered after signing, which is what tampering by someone with
+// write access to Redis looks like. The annotator keeps serving the model
+// it holds either way.
+type signatureAlarm struct {
+	ModelStore
+	log  *slog.Logger
+	mu   sync.Mutex
+	last string // the refusal reported last
+}
+
+var _ ModelStore = (*signatureAlarm)(nil)
+
+func (s *signatureAlarm) Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error) {
+	blob, meta, err := s.ModelStore.Current(ctx)
+	if errors.Is(err, featurestore.ErrUnsigned) || errors.Is(err, featurestore.ErrBadSignature) {
+		s.mu.Lock()
+		if msg := err.Error(); msg != s.last {
+			s.last = msg
+			s.log.Error("current model refused: its signature does not verify with --verify-key (tampering, or signed with another key)", "err", err)
+		}
+		s.mu.Unlock()
+	}
+	return blob, meta, err
 }
 
 // Annotator returns the service's annotator.

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -36,5 +39,30 @@ func TestListenFailureStopsTheAnnotator(t *testing.T) {
 	}
 	if code := cli.ExitCode("annotator", &stderr, err); code != cli.ExitFailure {
 		t.Errorf("exit code %d, want %d", code, cli.ExitFailure)
+	}
+}
+
+// TestVerifyKeyUnreadable: a --verify-key that cannot be read, or holds a
+// private key, is a usage error reported before anything connects.
+func TestVerifyKeyUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	privPEM, _, err := signing.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv := filepath.Join(dir, "priv.pem")
+	if err := os.WriteFile(priv, privPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	for _, key := range []string{filepath.Join(dir, "missing.pem"), priv} {
+		var stderr bytes.Buffer
+		// No broker or Redis answers at these addresses: the key must be
+		// checked first.
+		err := Command(context.Background(), service.Env{Stdout: &stderr, Stderr: &stderr}, kinds,
+			[]string{"--brokers", "127.0.0.1:1", "--redis", "127.0.0.1:1", "--verify-key", key})
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "--verify-key") {
+			t.Errorf("--verify-key %s: %v, want a usage error naming the flag", key, err)
+		}
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -33,12 +33,21 @@ type Config struct {
 	MaxMessageBytes     int
 	Batch, Limit        int
 	Progress            bool
+	// The HTTP endpoint (--listen): bearer tokens, TLS, body limit,
+	// concurrency bound and timeouts.
+	AuthTokenFile   string
+	TLSCert, TLSKey string
+	MaxBodyBytes    int64
+	MaxConcurrent   int
+	Timeouts        httpguard.Timeouts
 }
 
 // DefaultConfig returns the defaults of the ingest flags.
 func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
-		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true}
+		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true,
+		MaxBodyBytes: 64 << 20, MaxConcurrent: 8,
+		Timeouts: httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute}}
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -50,14 +59,24 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.LabelFraction, "label-fraction", c.LabelFraction, "fraction of the labeled bags that keep their labels (the rest are published unlabeled)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the label-fraction choice")
 	fs.BoolVar(&c.WithInstanceLabels, "with-instance-labels", c.WithInstanceLabels, "publish ground-truth instance labels (held back by default)")
-	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "reject bags whose message is larger (0: no limit)")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "reject bags whose message (one line) is larger (0: no limit; a line of a POST body is then bounded by --max-body-bytes)")
+	fs.StringVar(&c.AuthTokenFile, "auth-token-file", c.AuthTokenFile, "`file` of the bearer tokens POST /bags accepts, one a line (empty: no authentication, anyone who reaches --listen can publish)")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM `file` of the certificate to serve --listen over TLS (with --tls-key)")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM `file` of the private key of --tls-cert")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest POST /bags body: reading stops beyond it and the answer is 413 with the lines processed so far (0: no total limit; memory stays bounded by --max-message-bytes per line either way)")
+	fs.IntVar(&c.MaxConcurrent, "max-concurrent", c.MaxConcurrent, "POST /bags requests served at once; more are answered 503 with Retry-After (0: no bound)")
+	fs.DurationVar(&c.Timeouts.ReadHeader, "read-header-timeout", c.Timeouts.ReadHeader, "time a client has to send the request headers")
+	fs.DurationVar(&c.Timeouts.Read, "read-timeout", c.Timeouts.Read, "time a client has to send a whole request, body included")
+	fs.DurationVar(&c.Timeouts.Write, "write-timeout", c.Timeouts.Write, "time from the end of the request headers to the end of the answer (reading, publishing, answering)")
+	fs.DurationVar(&c.Timeouts.Idle, "idle-timeout", c.Timeouts.Idle, "time an idle keep-alive connection stays open")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "bags per produce batch")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
 	fs.BoolVar(&c.Progress, "progress", c.Progress, "show a progress bar for files")
 }
 
-// checkSource requires exactly one source of bags.
+// checkSource requires exactly one source of bags, and HTTP settings only
+// with --listen.
 func (c Config) checkSource() error {
 	n := 0
 	for _, s := range []string{c.Data, c.JSONL, c.Listen} {
@@ -68,7 +87,37 @@ func (c Config) checkSource() error {
 	if n != 1 {
 		return cli.Usagef("give exactly one of --data, --jsonl and --listen")
 	}
+	if c.Listen == "" && (c.AuthTokenFile != "" || c.TLSCert != "" || c.TLSKey != "") {
+		return cli.Usagef("--auth-token-file, --tls-cert and --tls-key apply to --listen")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return cli.Usagef("--tls-cert and --tls-key go together")
+	}
+	if c.Listen != "" && c.MaxMessageBytes <= 0 && c.MaxBodyBytes <= 0 {
+		return cli.Usagef("--max-message-bytes 0 and --max-body-bytes 0 together leave a POST body line without a bound; set one")
+	}
+	if c.MaxBodyBytes < 0 {
+		return cli.Usagef("--max-body-bytes %d < 0", c.MaxBodyBytes)
+	}
 	return nil
+}
+
+// HTTPConfig returns the settings of the POST /bags handler, reading the
+// token file; a token file that cannot be read or holds no token is a
+// usage error.
+func (c Config) HTTPConfig() (HTTPConfig, error) {
+	h := HTTPConfig{MaxLineBytes: c.MaxMessageBytes, MaxBodyBytes: c.MaxBodyBytes, Batch: c.Batch, MaxConcurrent: c.MaxConcurrent}
+	if h.MaxLineBytes <= 0 {
+		h.MaxLineBytes = int(min(c.MaxBodyBytes, math.MaxInt32))
+	}
+	if c.AuthTokenFile != "" {
+		t, err := httpguard.LoadTokens(c.AuthTokenFile)
+		if err != nil {
+			return h, cli.Usagef("--auth-token-file: %w", err)
+		}
+		h.Tokens = t
+	}
+	return h, nil
 }
 
 // Command is the ingest command: it publishes bags from a dataset file,
@@ -82,7 +131,14 @@ labels (--label-fraction of the labeled ones) also go to the training topic.
 --data reads any dataset format (.mat, .arff, .data, .jsonl, .csv);
 --jsonl reads wire-format bag messages (schemas/bag.schema.json), one per line,
 from a file or "-" for standard input; --listen serves POST /bags (one bag or
-JSON lines) until stopped. Invalid bags go to the dead-letter topic.`, env.Stderr)
+JSON lines) until stopped. Invalid bags go to the dead-letter topic.
+
+POST /bags answers with what happened to each line
+(schemas/ingest-response.schema.json): the ids accepted, the lines rejected
+with why, and when the body was not processed to its end (413 beyond
+--max-body-bytes, 503 when Kafka fails, 422 after 1000 rejected lines) the
+line to resend from. With --auth-token-file it requires
+"Authorization: Bearer TOKEN"; GET /healthz needs no token.`, env.Stderr)
 	cfg := DefaultConfig()
 	cfg.register(fs)
 	if err := service.ParseFlags(fs, args); err != nil {
@@ -108,14 +164,19 @@ JSON lines) until stopped. Invalid bags go to the dead-letter topic.`, env.Stder
 // Service is a started ingest service: its publisher, logger and
 // telemetry. The command and the demo build it with New.
 type Service struct {
-	cfg Config
-	env service.Env
-	rt  *service.Runtime
-	pub *Publisher
+	cfg  Config
+	http HTTPConfig
+	env  service.Env
+	rt   *service.Runtime
+	pub  *Publisher
 }
 
 // New starts the service (logger, telemetry, topics) and its publisher.
 func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
+	hc, err := cfg.HTTPConfig()
+	if err != nil {
+		return nil, err
+	}
 	rt, err := service.Start(ctx, env, "ingest", cfg.Kafka, cfg.Telemetry)
 	if err != nil {
 		return nil, err
@@ -126,7 +187,7 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 		rt.Close()
 		return nil, err
 	}
-	return &Service{cfg: cfg, env: env, rt: rt, pub: pub}, nil
+	return &Service{cfg: cfg, http: hc, env: env, rt: rt, pub: pub}, nil
 }
 
 // Publisher returns the service's publisher.
@@ -151,8 +212,7 @@ func (s *Service) Run(ctx context.Context) error {
 	case s.cfg.JSONL != "":
 		err = service.Run(ctx, s.rt.Log, s.ingestJSONL)
 	default:
-		err = service.Run(ctx, s.rt.Log, func(ctx context.Context) error { <-ctx.Done(); return nil },
-			service.Server{Addr: s.cfg.Listen, Handler: IngestHandler(s.pub, s.cfg.MaxMessageBytes)})
+		err = s.serveHTTP(ctx)
 	}
 	printSummary(s.env.Stdout, s.pub.Stats(), time.Since(start))
 	return err
@@ -321,52 +381,16 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 	return nil
 }
 
-// ingestResponse is the reply to POST /bags.
-type ingestResponse struct {
-	Accepted int         `json:"accepted"`
-	Rejected []Rejection `json:"rejected"`
-}
-
-// IngestHandler serves POST /bags: the body is one bag or JSON lines of bags
-// (wire format). It answers 200 when all were published, 422 when some were
-// rejected (the others are published), with the rejections in the body.
-func IngestHandler(pub *Publisher, maxBytes int) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("POST /bags", func(w http.ResponseWriter, r *http.Request) {
-		limit := int64(64 << 20)
-		if maxBytes > 0 {
-			limit = int64(maxBytes) * 1024 // a body may hold many bags
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-			return
-		}
-		var raws [][]byte
-		for line := range bytes.SplitSeq(body, []byte("\n")) {
-			if line = bytes.TrimSpace(line); len(line) > 0 {
-				raws = append(raws, line)
-			}
-		}
-		if len(raws) == 0 {
-			http.Error(w, "empty body", http.StatusBadRequest)
-			return
-		}
-		rej, err := pub.PublishRaw(r.Context(), raws)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		resp := ingestResponse{Accepted: len(raws) - len(rej), Rejected: rej}
-		if resp.Rejected == nil {
-			resp.Rejected = []Rejection{}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if len(rej) > 0 {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-		}
-		_ = json.NewEncoder(w).Encode(resp)
-	})
-	return mux
+// serveHTTP binds --listen, then serves POST /bags until ctx ends.
+func (s *Service) serveHTTP(ctx context.Context) error {
+	srv, err := Listen(s.cfg.Listen, Handler(s.pub, s.http, s.rt.Log), s.cfg.Timeouts, s.cfg.TLSCert, s.cfg.TLSKey)
+	if err != nil {
+		return err
+	}
+	s.rt.Log.Info("http listening", "addr", srv.Addr().String(), "tls", s.cfg.TLSCert != "", "auth", s.http.Tokens != nil,
+		"max_body_bytes", s.http.MaxBodyBytes, "max_line_bytes", s.http.MaxLineBytes, "max_concurrent", s.http.MaxConcurrent)
+	if s.http.Tokens == nil {
+		s.rt.Log.Warn("POST /bags needs no credentials (no --auth-token-file): anyone who reaches " + s.cfg.Listen + " can publish")
+	}
+	return service.Run(ctx, s.rt.Log, srv.Serve)
 }

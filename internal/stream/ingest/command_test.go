@@ -3,12 +3,10 @@ package ingest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,66 +54,6 @@ func readTopic(t *testing.T, brokers []string, topic string, n int) [][]byte {
 }
 
 const goodBag = `{"schema_version":1,"id":"%s","dim":2,"instances":[[0.1,0.2]],"labels":[0],"classes":["a","b"]}`
-
-func TestIngestHandler(t *testing.T) {
-	brokers := startBroker(t)
-	topics := wire.DefaultTopics()
-	pub, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	srv := httptest.NewServer(IngestHandler(pub, 1<<20))
-	defer srv.Close()
-	cases := []struct {
-		name       string
-		body       string
-		status     int
-		accepted   int
-		rejections []wire.Reason
-	}{
-		{"one bag", fmt.Sprintf(goodBag, "h1"), http.StatusOK, 1, nil},
-		{"lines with a bad one", fmt.Sprintf(goodBag, "h2") + "\n" + `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}` + "\n\n" + fmt.Sprintf(goodBag, "h3") + "\n",
-			http.StatusUnprocessableEntity, 2, []wire.Reason{wire.ReasonNonFinite}},
-		{"empty", "  \n", http.StatusBadRequest, 0, nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			resp, err := http.Post(srv.URL+"/bags", "application/x-ndjson", strings.NewReader(c.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != c.status {
-				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
-			}
-			if c.status == http.StatusBadRequest {
-				return
-			}
-			var r ingestResponse
-			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-				t.Fatal(err)
-			}
-			if r.Accepted != c.accepted || len(r.Rejected) != len(c.rejections) {
-				t.Fatalf("response %+v", r)
-			}
-			for i, want := range c.rejections {
-				if r.Rejected[i].Reason != want {
-					t.Errorf("rejection %d: %s, want %s", i, r.Rejected[i].Reason, want)
-				}
-			}
-		})
-	}
-	// Three bags reached the annotate and training topics, one dead letter
-	// the dead-letter topic.
-	readTopic(t, brokers, topics.Annotate, 3)
-	readTopic(t, brokers, topics.Train, 3)
-	d := readTopic(t, brokers, topics.DeadLetter, 1)
-	var dl wire.DeadLetter
-	if err := json.Unmarshal(d[0], &dl); err != nil || dl.Stage != wire.StageIngest || dl.Reason != wire.ReasonNonFinite {
-		t.Fatalf("dead letter %+v %v", dl, err)
-	}
-}
 
 func TestRunIngestFiles(t *testing.T) {
 	brokers := startBroker(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -28,6 +29,9 @@ type FitConfig struct {
 	Workers int
 	// Subset and Prune set the parameters of the same names when > 0.
 	Subset, Prune float64
+	// SigningKey is the PEM file of the Ed25519 private key that signs
+	// every stored model (empty: models are stored unsigned).
+	SigningKey string
 }
 
 // DefaultFitConfig returns the defaults of the model flags.
@@ -40,6 +44,20 @@ func (f *FitConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.IntVar(&f.Workers, "workers", f.Workers, "fit parallelism (0: all cores)")
 	fs.Float64Var(&f.Subset, "subset", f.Subset, "stochastic-subset strategy: fraction of bags per EM iteration (sets --param subset; 0: model default)")
 	fs.Float64Var(&f.Prune, "prune", f.Prune, "pruning strategy: fraction of the costliest bags dropped (sets --param prune; 0: model default)")
+	fs.StringVar(&f.SigningKey, "signing-key", f.SigningKey, "PEM `file` of the Ed25519 private key that signs every stored model, for annotators run with --verify-key; the current model must then be signed by it too (empty: models stored unsigned)")
+}
+
+// registryOptions loads the signing key, if any; an unreadable key is a
+// usage error.
+func (f FitConfig) registryOptions() ([]featurestore.RegistryOption, error) {
+	if f.SigningKey == "" {
+		return nil, nil
+	}
+	key, err := signing.LoadPrivateKey(f.SigningKey)
+	if err != nil {
+		return nil, cli.Usagef("--signing-key: %w", err)
+	}
+	return []featurestore.RegistryOption{featurestore.WithSigningKey(key)}, nil
 }
 
 // ModelParams returns the parameters of the fit: --param pairs in order
@@ -101,7 +119,7 @@ type ServeConfig struct {
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Fit: DefaultFitConfig(), Window: 5000, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
-		KeepVersions: 20, Listen: ":8081"}
+		KeepVersions: 20, Listen: "127.0.0.1:8081"}
 }
 
 func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
@@ -117,7 +135,7 @@ func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.Float64Var(&c.Margin, "margin", c.Margin, "promote when the held-out Hamming loss is at most the current one plus this")
 	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
 	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz and /metrics (empty: none)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /refits and /metrics, which need no credentials (empty: none; :8081 for all interfaces, as in a container)")
 }
 
 // ServeCommand is `retrainer serve`: follow the training topic, refit,
@@ -156,7 +174,7 @@ and promotes it when its Hamming loss is not worse by more than --margin.`, env.
 type Service struct {
 	cfg    ServeConfig
 	rt     *service.Runtime
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	r      *Retrainer
 	params models.Params
 }
@@ -171,9 +189,18 @@ func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg 
 	if _, err := cfg.Redis.Options(); err != nil {
 		return nil, err
 	}
+	regOpts, err := cfg.Fit.registryOptions()
+	if err != nil {
+		return nil, err
+	}
 	rt, err := service.Start(ctx, env, "retrainer", cfg.Kafka, cfg.Telemetry)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Fit.SigningKey != "" {
+		rt.Log.Info("models signed", "signing_key", cfg.Fit.SigningKey)
+	} else {
+		rt.Log.Warn("models stored unsigned (no --signing-key): annotators run with --verify-key will refuse them")
 	}
 	rdb, err := cfg.Redis.Connect(ctx, rt.Log)
 	if err != nil {
@@ -182,7 +209,7 @@ func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg 
 	}
 	r, err := NewRetrainer(RetrainerConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topic: cfg.Kafka.Topics.Train, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
-		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix), Window: cfg.Window, Every: cfg.Every, Interval: cfg.Interval,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Window: cfg.Window, Every: cfg.Every, Interval: cfg.Interval,
 		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
 		Workers: cfg.Fit.Workers, Obs: rt.Obs(),
 	})
@@ -249,6 +276,10 @@ current version served by the annotators.`, env.Stderr)
 	if err != nil {
 		return err
 	}
+	regOpts, err := ff.registryOptions()
+	if err != nil {
+		return err
+	}
 	log := env.Logger(0).With("service", "retrainer-fit")
 	ds, err := dataset.Load(*data)
 	if err != nil {
@@ -263,7 +294,7 @@ current version served by the annotators.`, env.Stderr)
 		return err
 	}
 	defer rdb.Close()
-	reg := featurestore.NewRegistry(rdb, rc.RegistryPrefix)
+	reg := featurestore.NewRegistry(rdb, rc.RegistryPrefix, regOpts...)
 	start := time.Now()
 	m, err := kind.Fit(ctx, ds, models.FitOptions{Seed: ff.Seed, Params: params, Workers: ff.Workers})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -182,5 +185,58 @@ func TestFitConfigCheck(t *testing.T) {
 				t.Fatalf("exit code %d, want 2 (usage)", code)
 			}
 		})
+	}
+}
+
+// TestRunFitSigns: fit --signing-key stores a signed version that a
+// registry with the public key serves, and one with another key refuses;
+// an unreadable key is a usage error, before anything is fitted.
+func TestRunFitSigns(t *testing.T) {
+	addr, rdb, _ := streamtest.StartRedis(t)
+	dir := t.TempDir()
+	privPEM, pubPEM, err := signing.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherPEM, err := signing.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	privFile, pubFile, otherFile := filepath.Join(dir, "priv.pem"), filepath.Join(dir, "pub.pem"), filepath.Join(dir, "other.pem")
+	for f, b := range map[string][]byte{privFile: privPEM, pubFile: pubPEM, otherFile: otherPEM} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	args := []string{"--redis", addr, "--registry-prefix", "signed", "--data", "../../../testdata/mscv2/MSCV2.mat", "--model", streamtest.KindName,
+		"--param", "iters=2", "--promote", "--signing-key", privFile}
+	if err := FitCommand(context.Background(), env, kinds, args); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	pub, err := signing.LoadPublicKey(pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := signing.LoadPublicKey(otherFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, meta, err := featurestore.NewRegistry(rdb, "signed", featurestore.WithVerifyKey(pub)).Current(context.Background()); err != nil || meta.Signature == "" {
+		t.Fatalf("current with the right key: %v (signature %q)", err, meta.Signature)
+	}
+	if _, _, err := featurestore.NewRegistry(rdb, "signed", featurestore.WithVerifyKey(other)).Current(context.Background()); !errors.Is(err, featurestore.ErrBadSignature) {
+		t.Fatalf("current with another key: %v, want ErrBadSignature", err)
+	}
+	bad := append(args[:len(args)-1:len(args)-1], filepath.Join(dir, "missing.pem"))
+	if err := FitCommand(context.Background(), env, kinds, bad); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("missing signing key: %v, want a usage error", err)
+	}
+	// A public key where the private one belongs.
+	bad = append(args[:len(args)-1:len(args)-1], pubFile)
+	if err := FitCommand(context.Background(), env, kinds, bad); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("public key as signing key: %v, want a usage error", err)
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -178,6 +179,12 @@ func TestDecodeBagRejects(t *testing.T) {
 		{"label out of range", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[3],"classes":["a","b"]}`, ReasonLabels},
 		{"labels unordered", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[1,0],"classes":["a","b"]}`, ReasonLabels},
 		{"oversize", big, ReasonOversize},
+		// Ambiguous: two parsers could read a different bag.
+		{"repeated id", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"id":"y"}`, ReasonMalformedJSON},
+		{"repeated id, escaped", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"\u0069d":"y"}`, ReasonMalformedJSON},
+		{"repeated instances", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"instances":[[3,4]]}`, ReasonMalformedJSON},
+		{"invalid UTF-8 id", "{\"schema_version\":1,\"id\":\"x\xff\",\"dim\":2,\"instances\":[[1,2]]}", ReasonMalformedJSON},
+		{"unpaired surrogate id", `{"schema_version":1,"id":"x\ud800","dim":2,"instances":[[1,2]]}`, ReasonMalformedJSON},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -186,7 +193,22 @@ func TestDecodeBagRejects(t *testing.T) {
 			if !ok || r != c.want {
 				t.Fatalf("reason %q (input error %v), want %q: %v", r, ok, c.want, err)
 			}
+			if ambiguous := strings.Contains(c.name, "repeated") || strings.Contains(c.name, "UTF-8") || strings.Contains(c.name, "surrogate"); ambiguous {
+				if !errors.Is(err, ErrAmbiguous) {
+					t.Errorf("%v does not wrap ErrAmbiguous", err)
+				}
+			}
 		})
+	}
+	// Unambiguous non-ASCII ids pass and decode to what the bytes say.
+	for raw, id := range map[string]string{
+		`{"schema_version":1,"id":"caf\u00e9 \ud83d\ude00","dim":2,"instances":[[1,2]]}`: "caf\u00e9 \U0001F600",
+		"{\"schema_version\":1,\"id\":\"caf\u00e9\",\"dim\":2,\"instances\":[[1,2]]}":    "caf\u00e9",
+	} {
+		m, err := v.DecodeBag([]byte(raw))
+		if err != nil || m.ID != id {
+			t.Errorf("DecodeBag(%s) = %v; want id %q", raw, err, id)
+		}
 	}
 	// A valid bag just under the limit passes.
 	if _, err := v.DecodeBag([]byte(`{"schema_version":1,"id":"ok","dim":2,"instances":[[1,2]]}`)); err != nil {

@@ -37,7 +37,7 @@ func StartBroker(t testing.TB, partitions int, topics ...string) []string {
 
 // StartRedis starts an in-process Redis and returns its address, a client
 // and a function that stops the server early (to test an outage).
-func StartRedis(t testing.TB) (addr string, rdb *redis.Client, stop func()) {
+func StartRedis(t testing.TB) (addr string, rdb redis.UniversalClient, stop func()) {
 	t.Helper()
 	addr, stop, err := redisserver.Start()
 	if err != nil {

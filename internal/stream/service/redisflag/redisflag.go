@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -22,10 +23,20 @@ import (
 // Config says how to reach the Redis holding the model registry and the
 // feature cache.
 type Config struct {
-	Addr, Username, Password string
-	DB                       int
-	TLS, TLSInsecure         bool
-	RegistryPrefix           string
+	// Addr is host:port, a redis:// or rediss:// URL, or a comma-separated
+	// list of Redis Cluster seed nodes.
+	Addr string
+	// Cluster uses the Redis Cluster client even with one seed address.
+	Cluster            bool
+	Username, Password string
+	// PasswordFile holds the password (trailing newline ignored).
+	PasswordFile string
+	DB           int
+	// TLS switches TLS on; the CA, certificate, key and server name imply
+	// it.
+	TLS, TLSInsecure                      bool
+	TLSCA, TLSCert, TLSKey, TLSServerName string
+	RegistryPrefix                        string
 }
 
 // Default returns the defaults of the Redis flags.
@@ -35,20 +46,45 @@ func Default() Config {
 
 // Register adds the Redis flags to fs, with c's values as defaults.
 func (c *Config) Register(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "redis", c.Addr, "Redis `address` (host:port, or a redis:// or rediss:// URL)")
+	fs.StringVar(&c.Addr, "redis", c.Addr, "Redis `address`: host:port, a redis:// or rediss:// URL, or a comma-separated list of Redis Cluster nodes")
+	fs.BoolVar(&c.Cluster, "redis-cluster", c.Cluster, "use the Redis Cluster protocol (implied by more than one address in --redis)")
 	fs.StringVar(&c.Username, "redis-username", c.Username, "Redis ACL user")
-	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password")
-	fs.IntVar(&c.DB, "redis-db", c.DB, "Redis database number")
-	fs.BoolVar(&c.TLS, "redis-tls", c.TLS, "connect to Redis over TLS")
-	fs.BoolVar(&c.TLSInsecure, "redis-tls-insecure", c.TLSInsecure, "skip Redis certificate verification (test clusters only)")
+	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer the environment variable or --redis-password-file: a flag is visible in the process list)")
+	fs.StringVar(&c.PasswordFile, "redis-password-file", c.PasswordFile, "`file` holding the Redis password (trailing newline ignored)")
+	fs.IntVar(&c.DB, "redis-db", c.DB, "Redis database number (a cluster has only 0)")
+	fs.BoolVar(&c.TLS, "redis-tls", c.TLS, "connect to Redis over TLS (implied by the other --redis-tls-* flags and by a rediss:// URL)")
+	fs.StringVar(&c.TLSCA, "redis-tls-ca", c.TLSCA, "PEM `file` of the CAs that sign the Redis servers' certificates (default: the system pool)")
+	fs.StringVar(&c.TLSCert, "redis-tls-cert", c.TLSCert, "PEM `file` of the client certificate, for servers that require one (tls-auth-clients)")
+	fs.StringVar(&c.TLSKey, "redis-tls-key", c.TLSKey, "PEM `file` of the client certificate's private key")
+	fs.StringVar(&c.TLSServerName, "redis-tls-server-name", c.TLSServerName, "name expected in the servers' certificates (default: the host of each address)")
+	fs.BoolVar(&c.TLSInsecure, "redis-tls-insecure", c.TLSInsecure, "do not verify the Redis certificates (test clusters only: anyone on the path can read and alter the traffic)")
 	fs.StringVar(&c.RegistryPrefix, "registry-prefix", c.RegistryPrefix, "key prefix of the model registry")
 }
 
-// Options converts the settings, reading a URL when one is given. A bad
-// URL is a usage error.
+// Options converts the settings, reading a URL when one is given and the
+// password file. A bad URL, a password given twice or an unreadable
+// password file is a usage error.
 func (c Config) Options() (featurestore.Options, error) {
-	o := featurestore.Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: c.TLS, TLSInsecureSkipVerify: c.TLSInsecure}
-	if strings.HasPrefix(c.Addr, "redis://") || strings.HasPrefix(c.Addr, "rediss://") {
+	o := featurestore.Options{Addr: c.Addr, Cluster: c.Cluster, Username: c.Username, Password: c.Password, DB: c.DB,
+		TLS: c.TLS, TLSCAFile: c.TLSCA, TLSCertFile: c.TLSCert, TLSKeyFile: c.TLSKey, TLSServerName: c.TLSServerName, TLSInsecureSkipVerify: c.TLSInsecure}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return o, cli.Usagef("--redis-tls-cert and --redis-tls-key go together")
+	}
+	if c.PasswordFile != "" {
+		if c.Password != "" {
+			return o, cli.Usagef("give the Redis password once, by --redis-password (or its environment variable) or by --redis-password-file")
+		}
+		b, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return o, cli.Usagef("--redis-password-file: %w", err)
+		}
+		o.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	isURL := strings.HasPrefix(c.Addr, "redis://") || strings.HasPrefix(c.Addr, "rediss://")
+	if isURL && strings.Contains(c.Addr, ",") {
+		return o, cli.Usagef("--redis: a list of cluster nodes is host:port,host:port, not URLs")
+	}
+	if isURL {
 		u, err := redis.ParseURL(c.Addr)
 		if err != nil {
 			return o, cli.Usagef("--redis: %w", err)
@@ -69,9 +105,10 @@ func (c Config) Options() (featurestore.Options, error) {
 	return o, nil
 }
 
-// Connect opens the Redis client, retrying until Redis answers or ctx ends:
-// a service started before its Redis must wait, not exit.
-func (c Config) Connect(ctx context.Context, log *slog.Logger) (*redis.Client, error) {
+// Connect opens the Redis client (a cluster client for a cluster),
+// retrying until Redis answers or ctx ends: a service started before its
+// Redis must wait, not exit.
+func (c Config) Connect(ctx context.Context, log *slog.Logger) (redis.UniversalClient, error) {
 	o, err := c.Options()
 	if err != nil {
 		return nil, err
@@ -80,12 +117,13 @@ func (c Config) Connect(ctx context.Context, log *slog.Logger) (*redis.Client, e
 	for {
 		rdb, err := featurestore.Connect(ctx, o)
 		if err == nil {
+			log.Info("redis connected", "redis", o)
 			return rdb, nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("connect to redis: %w", err)
 		}
-		log.Warn("redis unavailable; retrying", "addr", o.Addr, "err", err, "in", backoff)
+		log.Warn("redis unavailable; retrying", "redis", o, "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("connect to redis: %w", ctx.Err())

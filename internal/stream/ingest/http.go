@@ -1,0 +1,480 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/httpguard"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+)
+
+// HTTPConfig bounds what one client of POST /bags can make the service
+// hold and how long.
+type HTTPConfig struct {
+	// Tokens, when not nil, are the bearer tokens POST /bags accepts.
+	Tokens *httpguard.Tokens
+	// MaxLineBytes bounds one line of a body: a longer line is skipped
+	// without being buffered and rejected as oversize (no dead letter: its
+	// bytes are not kept). It must be > 0.
+	MaxLineBytes int
+	// MaxBodyBytes bounds a whole body; reading stops beyond it and the
+	// answer is 413 with the lines processed so far. 0: no total limit
+	// (memory is still bounded: see maxBatchBytes and maxRejectedLines).
+	MaxBodyBytes int64
+	// Batch is the number of lines published together.
+	Batch int
+	// MaxConcurrent bounds the requests in flight; beyond it the answer is
+	// 503 with Retry-After. <= 0: no bound.
+	MaxConcurrent int
+}
+
+// maxBatchBytes bounds the lines held for one produce request, besides
+// HTTPConfig.Batch: with MaxLineBytes, it is what bounds a request's memory
+// for the body.
+const maxBatchBytes = 4 << 20
+
+// maxRejectedLines bounds the rejected lines reported in one answer: a body
+// of garbage is not read to its end to build an answer of unbounded size.
+// Processing stops after that many, and the answer says from which line
+// the client must resend.
+const maxRejectedLines = 1000
+
+// retryAfter is the Retry-After of the 503 answers.
+const retryAfter = time.Second
+
+// BagsResult is the answer to POST /bags (schemas/ingest-response.schema.json):
+// what happened to each line of the body, so that a client resends only
+// what failed. Lines are numbered from 1, blank lines included.
+type BagsResult struct {
+	// Accepted is the number of bags published, AcceptedIDs their ids in
+	// body order.
+	Accepted    int      `json:"accepted"`
+	AcceptedIDs []string `json:"accepted_ids"`
+	// Rejected are the lines refused, with why; retrying them unchanged
+	// cannot succeed.
+	Rejected []LineRejection `json:"rejected"`
+	// Lines is the number of lines read.
+	Lines int `json:"lines"`
+	// Complete says whether every line of the body was processed. When
+	// not, NextLine is the first line not processed (lines from it on may
+	// or may not have been published: resend them; consumers deduplicate
+	// by bag id) and Error says why processing stopped.
+	Complete bool   `json:"complete"`
+	NextLine int    `json:"next_line,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// LineRejection is a line that was not published.
+type LineRejection struct {
+	Line   int         `json:"line"`
+	Reason wire.Reason `json:"reason"`
+	Error  string      `json:"error"`
+}
+
+// ids holds the accepted bag ids in one byte slice (one allocation per
+// growth, not one per id), so a large body's answer stays compact.
+type ids struct {
+	buf  []byte
+	ends []int
+}
+
+func (s *ids) add(id []byte) {
+	s.buf = append(s.buf, id...)
+	s.ends = append(s.ends, len(s.buf))
+}
+
+func (s *ids) each(f func(string)) {
+	start := 0
+	for _, e := range s.ends {
+		f(string(s.buf[start:e]))
+		start = e
+	}
+}
+
+// bagsHandler serves POST /bags.
+type bagsHandler struct {
+	pub *Publisher
+	cfg HTTPConfig
+	log *slog.Logger
+}
+
+// Handler returns the ingest endpoint: POST /bags, guarded by the tokens
+// and the concurrency bound, and GET /healthz, open to probes.
+func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Batch = max(1, cfg.Batch)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	bags := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &bagsHandler{pub: pub, cfg: cfg, log: log})
+	mux.Handle("POST /bags", httpguard.RequireBearer(cfg.Tokens, bags))
+	return mux
+}
+
+// ServeHTTP reads the body line by line, publishes the lines in batches and
+// answers with a BagsResult:
+//
+//	200  every line published
+//	422  some lines rejected (the others published); or, with complete
+//	     false, more than maxRejectedLines rejected and processing stopped
+//	413  the body exceeds MaxBodyBytes (lines before the limit processed)
+//	400  an empty body, or the body could not be read to its end
+//	503  publishing failed (Kafka unavailable): resend from next_line
+func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	res := &BagsResult{Rejected: []LineRejection{}}
+	var accepted ids
+	if h.cfg.MaxBodyBytes > 0 && r.ContentLength > h.cfg.MaxBodyBytes {
+		res.NextLine = 1
+		res.Error = fmt.Sprintf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, h.cfg.MaxBodyBytes)
+		// The client may still be sending: do not read the rest.
+		w.Header().Set("Connection", "close")
+		h.write(w, http.StatusRequestEntityTooLarge, res, &accepted)
+		return
+	}
+	status := h.process(r.Context(), r.Body, res, &accepted)
+	if status == http.StatusRequestEntityTooLarge || status == http.StatusBadRequest && !res.Complete {
+		w.Header().Set("Connection", "close")
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+	}
+	h.write(w, status, res, &accepted)
+}
+
+// process reads and publishes body, fills res and returns the status.
+func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResult, accepted *ids) int {
+	lines := httpguard.NewLines(body, h.cfg.MaxLineBytes, h.cfg.MaxBodyBytes)
+	var pending [][]byte
+	var pendingLines []int
+	pendingBytes := 0
+	// flush publishes the pending lines; on failure their fate is unknown
+	// and the answer sends the client back to the first of them.
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		rej, err := h.pub.PublishRaw(ctx, pending)
+		if err != nil {
+			res.NextLine = pendingLines[0]
+			return err
+		}
+		refused := make(map[int]bool, len(rej))
+		for _, x := range rej {
+			refused[x.Index] = true
+			res.Rejected = append(res.Rejected, LineRejection{Line: pendingLines[x.Index], Reason: x.Reason, Error: x.Error})
+		}
+		for i, raw := range pending {
+			if refused[i] {
+				continue
+			}
+			id, ok := topLevelID(raw)
+			if !ok {
+				// The publisher accepted it, so it has an id; this is a
+				// bug of topLevelID, not of the client.
+				h.log.Error("accepted bag without a readable id", "line", pendingLines[i])
+			}
+			accepted.add(id)
+			res.Accepted++
+		}
+		pending, pendingLines, pendingBytes = pending[:0], pendingLines[:0], 0
+		return nil
+	}
+	status := http.StatusOK
+	nonBlank := 0
+	var stop error
+read:
+	for {
+		line, n, err := lines.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			break read
+		case errors.Is(err, httpguard.ErrLineTooLong):
+			res.Lines = n
+			nonBlank++
+			res.Rejected = append(res.Rejected, LineRejection{Line: n, Reason: wire.ReasonOversize,
+				Error: fmt.Sprintf("line of more than %d bytes", h.cfg.MaxLineBytes)})
+		case errors.Is(err, httpguard.ErrBodyTooLong):
+			res.NextLine = n
+			stop = fmt.Errorf("body exceeds the %d-byte limit at line %d", h.cfg.MaxBodyBytes, n)
+			status = http.StatusRequestEntityTooLarge
+			break read
+		case err != nil:
+			// The client went away or was too slow (read timeout).
+			res.NextLine = n
+			stop = fmt.Errorf("reading the body: %w", err)
+			status = http.StatusBadRequest
+			break read
+		default:
+			res.Lines = n
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			nonBlank++
+			// Lines reuses its buffer: keep a copy.
+			pending = append(pending, bytes.Clone(line))
+			pendingLines = append(pendingLines, n)
+			pendingBytes += len(line)
+		}
+		// A batch is published when full, and before it could take the
+		// rejections past maxRejectedLines: the pending lines stay fewer
+		// than the rejections still allowed.
+		if len(pending) > 0 && (len(pending) >= h.cfg.Batch || pendingBytes >= maxBatchBytes || len(pending) >= maxRejectedLines-len(res.Rejected)) {
+			if err := flush(); err != nil {
+				return h.publishFailed(res, err)
+			}
+		}
+		if len(res.Rejected) >= maxRejectedLines {
+			res.NextLine = res.Lines + 1
+			stop = fmt.Errorf("%d lines rejected, the most one answer reports; processing stopped", maxRejectedLines)
+			status = http.StatusUnprocessableEntity
+			break read
+		}
+	}
+	// Lines read whole before the body ended (or was cut off) are
+	// published whatever happened after them.
+	if err := flush(); err != nil {
+		return h.publishFailed(res, err)
+	}
+	if stop != nil {
+		res.Error = stop.Error()
+		return status
+	}
+	res.Complete = true
+	switch {
+	case nonBlank == 0:
+		res.Error = "empty body"
+		return http.StatusBadRequest
+	case len(res.Rejected) > 0:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusOK
+}
+
+func (h *bagsHandler) publishFailed(res *BagsResult, err error) int {
+	h.log.Warn("POST /bags: publish failed", "err", err, "next_line", res.NextLine)
+	res.Complete = false
+	res.Error = "publish failed: " + err.Error()
+	return http.StatusServiceUnavailable
+}
+
+// write sends res as JSON, the accepted ids streamed from their compact
+// form rather than built into one large value.
+func (h *bagsHandler) write(w http.ResponseWriter, status int, res *BagsResult, accepted *ids) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	head := *res
+	head.AcceptedIDs = []string{}
+	obj, err := json.Marshal(head)
+	if err != nil {
+		h.log.Error("encode answer", "err", err)
+		return
+	}
+	// The ids go between the brackets of the empty list.
+	const slot = `"accepted_ids":[`
+	before, after, _ := bytes.Cut(obj, []byte(slot))
+	bw := bufio.NewWriterSize(w, 32<<10)
+	_, _ = bw.Write(before)
+	_, _ = bw.WriteString(slot)
+	first := true
+	accepted.each(func(id string) {
+		if !first {
+			_ = bw.WriteByte(',')
+		}
+		first = false
+		q, _ := json.Marshal(id)
+		_, _ = bw.Write(q)
+	})
+	_, _ = bw.Write(after) // "]" and the rest
+	_ = bw.WriteByte('\n')
+	_ = bw.Flush()
+}
+
+// topLevelID returns the value of the top-level "id" member of a JSON
+// object that the validator accepted (so it is well formed, unambiguous,
+// and "id" is a string). It stops at the id, usually the second member,
+// instead of decoding the whole bag again.
+func topLevelID(raw []byte) ([]byte, bool) {
+	p := skipper{b: raw}
+	p.space()
+	if !p.eat('{') {
+		return nil, false
+	}
+	for {
+		p.space()
+		key, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		p.space()
+		if !p.eat(':') {
+			return nil, false
+		}
+		p.space()
+		var k string
+		if json.Unmarshal(key, &k) != nil {
+			return nil, false
+		}
+		if k == "id" {
+			v, ok := p.str()
+			if !ok {
+				return nil, false
+			}
+			var id string
+			if json.Unmarshal(v, &id) != nil {
+				return nil, false
+			}
+			return []byte(id), true
+		}
+		if !p.value() {
+			return nil, false
+		}
+		p.space()
+		if !p.eat(',') {
+			return nil, false
+		}
+	}
+}
+
+// skipper steps over the values of well-formed JSON.
+type skipper struct {
+	b []byte
+	i int
+}
+
+func (p *skipper) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *skipper) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str returns a string literal, quotes included.
+func (p *skipper) str() ([]byte, bool) {
+	start := p.i
+	if !p.eat('"') {
+		return nil, false
+	}
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '\\':
+			p.i += 2
+		case '"':
+			p.i++
+			return p.b[start:p.i], true
+		default:
+			p.i++
+		}
+	}
+	return nil, false
+}
+
+// value skips one value: a string, or anything else up to the next comma
+// or closing bracket at its own depth.
+func (p *skipper) value() bool {
+	depth := 0
+	for p.i < len(p.b) {
+		switch c := p.b[p.i]; c {
+		case '"':
+			if _, ok := p.str(); !ok {
+				return false
+			}
+			if depth == 0 {
+				return true
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return true // the end of the enclosing object
+			}
+			depth--
+			if depth == 0 {
+				p.i++
+				return true
+			}
+		case ',':
+			if depth == 0 {
+				return true
+			}
+		}
+		p.i++
+	}
+	return false
+}
+
+// Server serves the ingest endpoint on a listener it binds at once (so a
+// taken address fails the command before anything else runs), with the
+// timeouts, and with TLS when a certificate is given.
+type Server struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Listen binds addr and prepares the server; certFile and keyFile, when
+// set, switch TLS on.
+func Listen(addr string, h http.Handler, t httpguard.Timeouts, certFile, keyFile string) (*Server, error) {
+	var tc *tls.Config
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("ingest TLS certificate: %w", err)
+		}
+		tc = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	srv := t.Server(addr, h)
+	srv.TLSConfig = tc
+	return &Server{ln: ln, srv: srv}, nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves until ctx ends, then stops taking connections and waits up
+// to 5 s for the requests in flight.
+func (s *Server) Serve(ctx context.Context) error {
+	served := make(chan error, 1)
+	go func() { served <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("http %s: %w", s.ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(sctx)
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("http %s: %w", s.ln.Addr(), serr)
+	}
+	if err != nil {
+		return fmt.Errorf("http %s: shutdown: %w", s.ln.Addr(), err)
+	}
+	return nil
+}
