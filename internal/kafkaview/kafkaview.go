@@ -138,11 +138,16 @@ func (v *View) GroupLag(ctx context.Context, group, topic string) ([]PartitionLa
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
 	}
-	if resp.Error != nil {
+	// A group that never committed may be unknown to the broker (some
+	// answer so rather than with offset -1): it has committed nothing.
+	if resp.Error != nil && !errors.Is(resp.Error, kafka.GroupIdNotFound) {
 		return nil, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, resp.Error)
 	}
 	committed := map[int]int64{}
 	for _, p := range resp.Topics[topic] {
+		if errors.Is(p.Error, kafka.GroupIdNotFound) {
+			continue
+		}
 		if p.Error != nil {
 			return nil, fmt.Errorf("committed offset of group %s on %s/%d: %w", group, topic, p.Partition, p.Error)
 		}
@@ -196,8 +201,11 @@ func (v *View) Read(ctx context.Context, topic string, o ReadOptions, fn func(ka
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
-	stopped := false
+	var (
+		mu      sync.Mutex
+		stopped bool
+		fnErr   error // the callback's error that stopped the read
+	)
 	deliver := func(m kafka.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -205,7 +213,7 @@ func (v *View) Read(ctx context.Context, topic string, o ReadOptions, fn func(ka
 			return ErrStop
 		}
 		if err := fn(m); err != nil {
-			stopped = true
+			stopped, fnErr = true, err
 			return err
 		}
 		return nil
@@ -218,8 +226,13 @@ func (v *View) Read(ctx context.Context, topic string, o ReadOptions, fn func(ka
 		g.Go(func() error { return v.readPartition(gctx, topic, po, o, deliver) })
 	}
 	err = g.Wait()
-	if errors.Is(err, ErrStop) || (err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case stopped && errors.Is(fnErr, ErrStop):
 		return nil
+	case stopped:
+		return fnErr
 	}
 	return err
 }
