@@ -24,7 +24,6 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
-	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -100,6 +99,23 @@ type DeadLetters struct {
 // reasonOther is the bucket of unknown dead-letter reasons.
 const reasonOther = "other"
 
+// Refit is one refit of the retrainer, as its /refits endpoint serves it
+// (retrain.RefitResult's JSON: the HTTP contract, not the Go type, is what
+// the status page depends on).
+type Refit struct {
+	Version        string             `json:"version,omitempty"`
+	Parent         string             `json:"parent,omitempty"`
+	Promoted       bool               `json:"promoted"`
+	Reason         string             `json:"reason"`
+	TrainBags      int                `json:"train_bags"`
+	HeldOutBags    int                `json:"held_out_bags"`
+	Candidate      map[string]float64 `json:"candidate"`
+	Current        map[string]float64 `json:"current,omitempty"`
+	FitSeconds     float64            `json:"fit_time"`
+	TrainingWindow string             `json:"training_window"`
+	Pruned         []string           `json:"pruned,omitempty"`
+}
+
 // Snapshot is everything the page shows, as served on /api/status.
 type Snapshot struct {
 	// Seq counts the polls; the page redraws its plots when it changes.
@@ -111,9 +127,9 @@ type Snapshot struct {
 	Current    string    `json:"current,omitempty"`
 	Throughput *Sample   `json:"throughput,omitempty"`
 	// LagTotal sums the last sample's lag over partitions.
-	LagTotal    int64                 `json:"lag_total"`
-	DeadLetters DeadLetters           `json:"dead_letters"`
-	Refits      []retrain.RefitResult `json:"refits"`
+	LagTotal    int64       `json:"lag_total"`
+	DeadLetters DeadLetters `json:"dead_letters"`
+	Refits      []Refit     `json:"refits"`
 	// Errors holds the last failure of each source ("registry", "kafka",
 	// "dead-letters", "retrainer") that has not recovered since.
 	Errors map[string]string `json:"errors,omitempty"`
@@ -131,7 +147,7 @@ type Collector struct {
 	current string
 	samples []Sample
 	dead    DeadLetters
-	refits  []retrain.RefitResult
+	refits  []Refit
 	errs    map[string]string
 	ready   bool
 }
@@ -248,7 +264,7 @@ func (c *Collector) Poll(ctx context.Context) {
 		models                 []Model
 		current                string
 		lag                    []kafkaview.PartitionLag
-		refits                 []retrain.RefitResult
+		refits                 []Refit
 		regErr, kafkaErr, rErr error
 	)
 	wg.Add(3)
@@ -350,7 +366,7 @@ func (c *Collector) readRegistry(ctx context.Context) ([]Model, string, error) {
 	return out, current, nil
 }
 
-func (c *Collector) readRefits(ctx context.Context) ([]retrain.RefitResult, error) {
+func (c *Collector) readRefits(ctx context.Context) ([]Refit, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.Retrainer+"/refits", nil)
 	if err != nil {
 		return nil, err
@@ -363,7 +379,7 @@ func (c *Collector) readRefits(ctx context.Context) ([]retrain.RefitResult, erro
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
 	}
-	var out []retrain.RefitResult
+	var out []Refit
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("GET %s: %w", req.URL, err)
 	}
@@ -406,7 +422,7 @@ func (c *Collector) Snapshot() Snapshot {
 		s.Models = []Model{}
 	}
 	if s.Refits == nil {
-		s.Refits = []retrain.RefitResult{}
+		s.Refits = []Refit{}
 	}
 	if n := len(c.samples); n > 0 {
 		last := c.samples[n-1]

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,10 +24,16 @@ import (
 // Plots lists the names of the plots, in the order the page shows them.
 var plotNames = []string{"models", "throughput", "lag", "dead-letters", "refits"}
 
-// Size of every plot; the page scales the SVG to its column.
+// Size of the plots; the page scales each SVG to its column, so a plot
+// shown across the page is drawn wider to keep the same text size.
 const (
-	plotWidth  = 7 * vg.Inch
-	plotHeight = 3 * vg.Inch
+	plotWidth     = 7 * vg.Inch
+	plotHeight    = 3 * vg.Inch
+	wideWidth     = 14 * vg.Inch
+	wideHeight    = 3.4 * vg.Inch
+	fontSans      = "Sans"
+	textSize      = 9
+	titleTextSize = 11
 )
 
 var (
@@ -58,7 +65,12 @@ func renderPlot(name string, s Snapshot, samples []Sample) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plot %s: %w", name, err)
 	}
-	c := vgsvg.New(plotWidth, plotHeight)
+	style(p)
+	w, h := plotWidth, plotHeight
+	if name == "models" {
+		w, h = wideWidth, wideHeight
+	}
+	c := vgsvg.New(w, h)
 	p.Draw(draw.New(c))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
@@ -66,6 +78,34 @@ func renderPlot(name string, s Snapshot, samples []Sample) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// style sets sans-serif text of one size on every part of p (the
+// defaults are serif, and a package-level default is not ours to change).
+func style(p *plot.Plot) {
+	p.Title.TextStyle.Font.Variant = fontSans
+	p.Title.TextStyle.Font.Size = vg.Points(titleTextSize)
+	p.Title.Padding = vg.Points(6)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Variant = fontSans
+		a.Label.TextStyle.Font.Size = vg.Points(textSize)
+		a.Tick.Label.Font.Variant = fontSans
+		a.Tick.Label.Font.Size = vg.Points(textSize - 1)
+	}
+	p.Legend.TextStyle.Font.Variant = fontSans
+	p.Legend.TextStyle.Font.Size = vg.Points(textSize - 1)
+}
+
+// plainTicks are the default ticks labelled without trailing zeros
+// ("25", not "25.00").
+var plainTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+})
 
 // timeAxis shows unix seconds as UTC clock times.
 func timeAxis(p *plot.Plot, format string) {
@@ -87,7 +127,7 @@ func empty(p *plot.Plot, why string) *plot.Plot {
 // input dimension and aliases; current and previous stand out in colour.
 func modelsPlot(models []Model) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Model versions"
+	p.Title.Text = "Model versions by storage time"
 	if len(models) == 0 {
 		return empty(p, "none stored"), nil
 	}
@@ -126,14 +166,19 @@ func modelsPlot(models []Model) (*plot.Plot, error) {
 		return nil, err
 	}
 	lb.Offset = vg.Point{X: vg.Points(6), Y: -vg.Points(3)}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Variant = fontSans
+		lb.TextStyle[i].Font.Size = vg.Points(textSize)
+	}
 	p.Add(plotter.NewGrid(), line, sc, lb)
 	timeAxis(p, "15:04:05")
 	p.Y.Label.Text = "version (storage order)"
 	p.Y.Min, p.Y.Max = 0, float64(len(models)+1)
+	p.Y.Tick.Marker = integerTicks{}
 	// Room on the right for the newest version's label.
 	lo, hi := xys[0].X, xys[len(xys)-1].X
-	span := max(hi-lo, 60)
-	p.X.Min, p.X.Max = lo-span*0.05, hi+span*0.45
+	span := max(hi-lo, 10)
+	p.X.Min, p.X.Max = lo-span*0.05, hi+span*0.3
 	return p, nil
 }
 
@@ -163,9 +208,10 @@ func throughputPlot(samples []Sample) (*plot.Plot, error) {
 	p.Add(plotter.NewGrid(), la, lp)
 	p.Legend.Add("annotated (committed by the group)", la)
 	p.Legend.Add("produced (end offsets)", lp)
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top = true
 	timeAxis(p, "15:04:05")
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks
 	p.Y.Label.Text = "messages/s"
 	return p, nil
 }
@@ -198,9 +244,10 @@ func lagPlot(samples []Sample) (*plot.Plot, error) {
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("partition %d", part), l)
 	}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top = true
 	timeAxis(p, "15:04:05")
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks
 	p.Y.Label.Text = "messages behind"
 	return p, nil
 }
@@ -231,6 +278,7 @@ func deadLetterPlot(d DeadLetters) (*plot.Plot, error) {
 	p.Add(plotter.NewGrid(), bars)
 	p.NominalY(names...)
 	p.X.Min = 0
+	p.X.Tick.Marker = plainTicks
 	p.X.Label.Text = "messages"
 	return p, nil
 }
@@ -287,11 +335,13 @@ func refitPlot(s Snapshot) (*plot.Plot, error) {
 		p.Add(sc)
 		p.Legend.Add("promoted", sc)
 	}
-	p.Legend.Top = true
+	// Bottom right: losses are small, so the lower part is empty.
+	p.Legend.Top = false
 	p.X.Label.Text = "refit"
 	p.X.Min, p.X.Max = 0.5, float64(len(s.Refits))+0.5
 	p.X.Tick.Marker = integerTicks{}
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks
 	p.Y.Label.Text = "Hamming loss"
 	return p, nil
 }
