@@ -275,9 +275,9 @@ type checker struct {
 	// external are Secrets created outside the manifests (so that no
 	// secret value is committed): name -> the keys they must have.
 	external map[string]map[string]bool
-	pdbs      []pdb
-	runs      []run
-	problems  []string
+	pdbs     []pdb
+	runs     []run
+	problems []string
 	// usedCommands records which commands the manifests run.
 	usedCommands map[string][]string // command key -> where
 }

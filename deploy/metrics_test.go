@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-	"github.com/redis/go-redis/v9"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
