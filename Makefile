@@ -1,7 +1,7 @@
 # The README's two commands: `make demo` runs the main job, `make test` the tests.
 GO ?= go
 
-.PHONY: test vet bench demo build mutate
+.PHONY: test vet bench demo build mutate chaos status-screenshot
 test: vet
 	$(GO) test -count=1 -timeout 80m ./...
 
@@ -23,3 +23,8 @@ demo:
 # throughput of the annotate step alone (their ratio is e2e/annotate).
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 5x -timeout 20m ./internal/e2e/
+
+# The status page rendered in headless Chromium with real data, saved as the
+# README's screenshot.
+status-screenshot:
+	MIMLSTREAM_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run TestStatusPageInChromium ./internal/status/

@@ -207,6 +207,23 @@ type (
 			MaxReplicas int  `yaml:"maxReplicas"`
 		} `yaml:"spec"`
 	}
+	// scaledObject is KEDA's autoscaler (keda.sh/v1alpha1); it creates an
+	// HPA of its own for the target.
+	scaledObject struct {
+		Metadata meta `yaml:"metadata"`
+		Spec     struct {
+			ScaleTargetRef struct {
+				Kind string `yaml:"kind"`
+				Name string `yaml:"name"`
+			} `yaml:"scaleTargetRef"`
+			MinReplicaCount *int `yaml:"minReplicaCount"`
+			MaxReplicaCount *int `yaml:"maxReplicaCount"`
+			Triggers        []struct {
+				Type     string            `yaml:"type"`
+				Metadata map[string]string `yaml:"metadata"`
+			} `yaml:"triggers"`
+		} `yaml:"spec"`
+	}
 	pdb struct {
 		Metadata meta `yaml:"metadata"`
 		Spec     struct {
@@ -253,12 +270,24 @@ type checker struct {
 	secrets   map[string]map[string]string // Secret -> key -> decoded value
 	workloads []workloadAt
 	services  []serviceAt
-	hpas      []hpa
-	pdbs      []pdb
-	runs      []run
-	problems  []string
+	hpas      []autoscaler
+	scaled    []scaledObject
+	// external are Secrets created outside the manifests (so that no
+	// secret value is committed): name -> the keys they must have.
+	external map[string]map[string]bool
+	pdbs     []pdb
+	runs     []run
+	problems []string
 	// usedCommands records which commands the manifests run.
 	usedCommands map[string][]string // command key -> where
+}
+
+// autoscaler is an HPA or a KEDA ScaledObject, reduced to what is checked.
+type autoscaler struct {
+	kind, name             string
+	targetKind, targetName string
+	min                    *int
+	max                    int
 }
 
 type workloadAt struct {
@@ -275,7 +304,16 @@ func newChecker(cmds map[string]cmdFlags, subs map[string][]string) *checker {
 	return &checker{
 		cmds: cmds, subs: subs,
 		configs: map[string]map[string]string{}, secrets: map[string]map[string]string{},
-		usedCommands: map[string][]string{},
+		usedCommands: map[string][]string{}, external: map[string]map[string]bool{},
+	}
+}
+
+// externalSecret declares a Secret that the operator creates outside the
+// manifests, with its keys.
+func (c *checker) externalSecret(name string, keys ...string) {
+	c.external[name] = map[string]bool{}
+	for _, k := range keys {
+		c.external[name][k] = true
 	}
 }
 
@@ -363,7 +401,25 @@ func (c *checker) addObject(d doc, kind string, decode func(any) bool) {
 	case "HorizontalPodAutoscaler":
 		var h hpa
 		if decode(&h) {
-			c.hpas = append(c.hpas, h)
+			c.hpas = append(c.hpas, autoscaler{kind: "HorizontalPodAutoscaler", name: h.Metadata.Name,
+				targetKind: h.Spec.ScaleTargetRef.Kind, targetName: h.Spec.ScaleTargetRef.Name, min: h.Spec.MinReplicas, max: h.Spec.MaxReplicas})
+		}
+	case "ScaledObject":
+		var so scaledObject
+		if decode(&so) {
+			c.scaled = append(c.scaled, so)
+			a := autoscaler{kind: "ScaledObject", name: so.Metadata.Name, targetKind: so.Spec.ScaleTargetRef.Kind,
+				targetName: so.Spec.ScaleTargetRef.Name, min: so.Spec.MinReplicaCount, max: 100}
+			if a.targetKind == "" {
+				a.targetKind = "Deployment" // KEDA's default
+			}
+			if so.Spec.MaxReplicaCount != nil {
+				a.max = *so.Spec.MaxReplicaCount
+			}
+			if len(so.Spec.Triggers) == 0 {
+				c.problemf("%s: ScaledObject/%s: no trigger", d.file, so.Metadata.Name)
+			}
+			c.hpas = append(c.hpas, a)
 		}
 	case "PodDisruptionBudget":
 		var p pdb
@@ -460,15 +516,29 @@ func (c *checker) check() {
 	for _, sa := range c.services {
 		c.checkService(sa)
 	}
+	scaledBy := map[string][]string{}
 	for _, h := range c.hpas {
-		ref := h.Spec.ScaleTargetRef
-		if !slices.ContainsFunc(c.workloads, func(wa workloadAt) bool {
-			return wa.w.Kind == ref.Kind && wa.w.Metadata.Name == ref.Name
-		}) {
-			c.problemf("HorizontalPodAutoscaler/%s: scales unknown %s/%s", h.Metadata.Name, ref.Kind, ref.Name)
+		i := slices.IndexFunc(c.workloads, func(wa workloadAt) bool {
+			return wa.w.Kind == h.targetKind && wa.w.Metadata.Name == h.targetName
+		})
+		if i < 0 {
+			c.problemf("%s/%s: scales unknown %s/%s", h.kind, h.name, h.targetKind, h.targetName)
+		} else {
+			// A replica count in the workload fights the autoscaler: every
+			// apply resets it.
+			if c.workloads[i].w.Spec.Replicas != nil {
+				c.problemf("%s/%s: sets replicas, which %s/%s manages", h.targetKind, h.targetName, h.kind, h.name)
+			}
+			key := h.targetKind + "/" + h.targetName
+			scaledBy[key] = append(scaledBy[key], h.kind+"/"+h.name)
 		}
-		if h.Spec.MinReplicas != nil && *h.Spec.MinReplicas > h.Spec.MaxReplicas {
-			c.problemf("HorizontalPodAutoscaler/%s: minReplicas > maxReplicas", h.Metadata.Name)
+		if h.min != nil && *h.min > h.max {
+			c.problemf("%s/%s: minimum replicas > maximum", h.kind, h.name)
+		}
+	}
+	for _, target := range slices.Sorted(maps.Keys(scaledBy)) {
+		if by := scaledBy[target]; len(by) > 1 {
+			c.problemf("%s: scaled by %d autoscalers (%s), which fight each other", target, len(by), strings.Join(by, ", "))
 		}
 	}
 	for _, p := range c.pdbs {
@@ -538,6 +608,13 @@ func (c *checker) checkWorkload(wa workloadAt) {
 						continue
 					}
 					ev.value, ev.known = ref.from[ref.r.Name][ref.r.Key]
+					if ext, ok := c.external[ref.r.Name]; ok && ref.kind == "Secret" && !ev.known {
+						// Created by the operator: its value is unknown here.
+						if !ext[ref.r.Key] {
+							c.problemf("%s: %s: external Secret %s is declared without key %s", cw, e.Name, ref.r.Name, ref.r.Key)
+						}
+						continue
+					}
 					if !ev.known {
 						c.problemf("%s: %s: %s %s has no key %s", cw, e.Name, ref.kind, ref.r.Name, ref.r.Key)
 					}

@@ -142,6 +142,37 @@ kind: HorizontalPodAutoscaler
 metadata: {name: a}
 spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: annotater}, minReplicas: 1, maxReplicas: 3}
 `}, want: []string{"scales unknown Deployment/annotater"}},
+		{name: "replicas under an autoscaler", docs: []string{config, strings.Replace(deployment(good), "spec:\n  selector", "spec:\n  replicas: 3\n  selector", 1), `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: a}
+spec:
+  scaleTargetRef: {name: annotator}
+  maxReplicaCount: 4
+  triggers: [{type: kafka, metadata: {topic: bags}}]
+`}, want: []string{"Deployment/annotator: sets replicas, which ScaledObject/a manages"}},
+		{name: "two autoscalers", docs: []string{config, deployment(good), `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: a}
+spec:
+  scaleTargetRef: {name: annotator}
+  triggers: [{type: kafka, metadata: {topic: bags}}]
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: b}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: annotator}, maxReplicas: 3}
+`}, want: []string{"scaled by 2 autoscalers"}},
+		{name: "scaled object of a missing deployment", docs: []string{config, deployment(good), `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: a}
+spec:
+  scaleTargetRef: {name: annotater}
+  minReplicaCount: 5
+  maxReplicaCount: 4
+`}, want: []string{"ScaledObject/a: scales unknown Deployment/annotater", "ScaledObject/a: minimum replicas > maximum", "ScaledObject/a: no trigger"}},
+		{name: "external secret", docs: []string{config, deployment(withEnv(good, "{name: MIMLSTREAM_ANNOTATOR_LISTEN, valueFrom: {secretKeyRef: {name: ext, key: pw}}}"))}},
+		{name: "external secret without the key", docs: []string{config, deployment(withEnv(good, "{name: MIMLSTREAM_ANNOTATOR_LISTEN, valueFrom: {secretKeyRef: {name: ext, key: user}}}"))},
+			want: []string{"external Secret ext is declared without key user"}},
 		{name: "disruption budget selects nothing", docs: []string{config, deployment(good), `apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: a}
@@ -171,6 +202,7 @@ services:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newChecker(cmds, subs)
+			c.externalSecret("ext", "pw")
 			for i, d := range tc.docs {
 				docs, err := readYAML(tc.name, strings.NewReader(d))
 				if err != nil {

@@ -93,6 +93,7 @@ func TestCommandsLinkOnlyWhatTheyRun(t *testing.T) {
 		{"./cmd/ingest", []string{models, kfake, miniredis, plot, embedded, testsup}},
 		{"./cmd/annotator", []string{kfake, miniredis, plot, embedded, testsup}},
 		{"./cmd/retrainer", []string{kfake, miniredis, embedded, testsup}},
+		{"./cmd/mimlctl", []string{miniredis, testsup}},
 	}
 	for _, r := range rules {
 		t.Run(strings.TrimPrefix(r.cmd, "./cmd/"), func(t *testing.T) {
@@ -111,11 +112,13 @@ func TestCommandsLinkOnlyWhatTheyRun(t *testing.T) {
 }
 
 // TestDevInfrastructureStaysOutOfProduction fails when a package other than
-// the demo, the embedded servers themselves and the test-support packages
+// the demo, mimlctl, the embedded servers themselves and the test-support packages
 // imports internal/embedded or internal/testsupport in its non-test files.
 func TestDevInfrastructureStaysOutOfProduction(t *testing.T) {
 	allowed := func(p string) bool {
-		return under(p, embedded) || under(p, testsup) || p == modPath+"/internal/demo" || p == modPath+"/cmd/demo"
+		// mimlctl is dev and operator tooling: its `broker` subcommand is the
+		// embedded broker.
+		return under(p, embedded) || under(p, testsup) || p == modPath+"/internal/demo" || p == modPath+"/cmd/demo" || p == modPath+"/cmd/mimlctl"
 	}
 	g := depsOf(t, "./...")
 	checked := 0

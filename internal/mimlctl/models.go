@@ -1,0 +1,511 @@
+package mimlctl
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
+)
+
+// Registry is what the models actions use of the model registry.
+type Registry interface {
+	Put(ctx context.Context, blob []byte, meta featurestore.VersionMeta) (featurestore.VersionMeta, error)
+	Get(ctx context.Context, version string) ([]byte, featurestore.VersionMeta, error)
+	Alias(ctx context.Context, alias string) (string, error)
+	Promote(ctx context.Context, version string) error
+	Rollback(ctx context.Context) (string, error)
+	List(ctx context.Context) ([]featurestore.VersionMeta, error)
+}
+
+var _ Registry = (*featurestore.Registry)(nil)
+
+// aliases are the registry's alias names, shown next to the versions.
+var aliases = []string{featurestore.AliasCurrent, featurestore.AliasPrevious}
+
+// modelAction is one action of `mimlctl models`.
+type modelAction struct {
+	name, args, summary string
+	// flags registers the action's own flags; run does the work.
+	flags func(fs *flag.FlagSet, o *modelOpts)
+	run   func(ctx context.Context, m *modelsEnv, pos []string) error
+	nargs int
+}
+
+// modelOpts holds every action's flags; each action registers its own.
+type modelOpts struct {
+	json  bool
+	force bool
+	out   string
+}
+
+type modelsEnv struct {
+	env   service.Env
+	kinds *models.Registry
+	reg   Registry
+	opts  modelOpts
+}
+
+func modelActions() []modelAction {
+	return []modelAction{
+		{name: "list", summary: "list the stored versions, oldest first, with their aliases", run: listModels},
+		{name: "show", args: "VERSION|ALIAS", summary: "show a version's metadata after verifying its blob (checksum, decoding)", nargs: 1, run: showModel},
+		{name: "promote", args: "VERSION", nargs: 1, run: promoteModel,
+			summary: "make a version current; refused when its input dimension or classes differ from current's, unless --force",
+			flags: func(fs *flag.FlagSet, o *modelOpts) {
+				fs.BoolVar(&o.force, "force", false, "promote even if the version's input dimension or classes differ from current's")
+			}},
+		{name: "rollback", summary: "make the previous version current again (repeat to walk back the history)", run: rollbackModel},
+		{name: "export", args: "VERSION|ALIAS", nargs: 1, run: exportModel,
+			summary: "write a version (blob, checksum and metadata) to a file for import elsewhere",
+			flags: func(fs *flag.FlagSet, o *modelOpts) {
+				fs.StringVar(&o.out, "out", "", "output `file` (default: standard output)")
+			}},
+		{name: "import", args: "FILE", nargs: 1, run: importModel,
+			summary: "store an exported version (or a bare model envelope) as a new version, after verifying it"},
+	}
+}
+
+func modelsSynopsis() string {
+	var b strings.Builder
+	b.WriteString("Usage: mimlctl models ACTION [ARGS] [flags]\n\nActions:\n")
+	for _, a := range modelActions() {
+		fmt.Fprintf(&b, "  %-9s %-15s %s\n", a.name, a.args, a.summary)
+	}
+	b.WriteString("\nRun 'mimlctl models ACTION --help' for the flags of an action; these are\nthe flags every action takes.")
+	return b.String()
+}
+
+// ModelsCommand is `mimlctl models ACTION ...`. kinds decodes the models
+// (catalog.New() in the command), so a blob that would not load in an
+// annotator is refused before it is promoted or imported.
+func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
+	var act *modelAction
+	if len(args) > 0 {
+		for _, a := range modelActions() {
+			if a.name == args[0] {
+				act = &a
+				break
+			}
+		}
+	}
+	// One environment prefix for every action: MIMLSTREAM_MIMLCTL_MODELS_REDIS
+	// reaches them all.
+	const fsName = "mimlctl-models"
+	if act == nil {
+		// No action, or --help: the actions, and the flags they share.
+		fs := cli.NewFlagSet(fsName, modelsSynopsis(), env.Stderr)
+		var rc redisflag.Config
+		var o modelOpts
+		registerCommon(fs, &rc, &o)
+		if err := fs.Parse(args); err != nil {
+			return cli.Usage(err)
+		}
+		if len(args) == 0 {
+			fs.Usage()
+			return cli.Usagef("models: an action is required (%s)", strings.Join(actionNames(), ", "))
+		}
+		return cli.Usagef("models: unknown action %q (want %s)", args[0], strings.Join(actionNames(), ", "))
+	}
+	argText := ""
+	if act.args != "" {
+		argText = act.args + " "
+	}
+	synopsis := fmt.Sprintf("Usage: mimlctl models %s %s[flags]\n\n%s.", act.name, argText, strings.ToUpper(act.summary[:1])+act.summary[1:])
+	fs := cli.NewFlagSet(fsName, synopsis, env.Stderr)
+	var rc redisflag.Config
+	m := &modelsEnv{env: env, kinds: kinds}
+	registerCommon(fs, &rc, &m.opts)
+	if act.flags != nil {
+		act.flags(fs, &m.opts)
+	}
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != act.nargs {
+		if act.nargs == 0 {
+			return cli.Usagef("models %s takes no arguments, got %q", act.name, pos)
+		}
+		return cli.Usagef("models %s needs %s, got %q", act.name, act.args, pos)
+	}
+	o, err := rc.Options()
+	if err != nil {
+		return err
+	}
+	rdb, err := featurestore.Connect(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	m.reg = featurestore.NewRegistry(rdb, rc.RegistryPrefix)
+	return act.run(ctx, m, pos)
+}
+
+func registerCommon(fs *flag.FlagSet, rc *redisflag.Config, o *modelOpts) {
+	*rc = redisflag.Default()
+	rc.Register(fs)
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
+}
+
+func actionNames() []string {
+	var n []string
+	for _, a := range modelActions() {
+		n = append(n, a.name)
+	}
+	return n
+}
+
+// Version is a stored version with the aliases pointing at it, as listed.
+type Version struct {
+	featurestore.VersionMeta
+	Aliases []string `json:"aliases"`
+}
+
+// aliasMap returns version -> aliases.
+func (m *modelsEnv) aliasMap(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, a := range aliases {
+		v, err := m.reg.Alias(ctx, a)
+		if errors.Is(err, featurestore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[v] = append(out[v], a)
+	}
+	return out, nil
+}
+
+// resolve turns an alias name into the version it points at; anything
+// else is taken as a version id.
+func (m *modelsEnv) resolve(ctx context.Context, ref string) (string, error) {
+	if slices.Contains(aliases, ref) {
+		return m.reg.Alias(ctx, ref)
+	}
+	return ref, nil
+}
+
+func listModels(ctx context.Context, m *modelsEnv, _ []string) error {
+	metas, err := m.reg.List(ctx)
+	if err != nil {
+		return err
+	}
+	am, err := m.aliasMap(ctx)
+	if err != nil {
+		return err
+	}
+	vs := make([]Version, len(metas))
+	for i, meta := range metas {
+		vs[i] = Version{VersionMeta: meta, Aliases: am[meta.Version]}
+		if vs[i].Aliases == nil {
+			vs[i].Aliases = []string{}
+		}
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, vs)
+	}
+	if len(vs) == 0 {
+		fmt.Fprintln(m.env.Stdout, "no model versions stored")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tALIASES\tKIND\tDIM\tCLASSES\tSTORED (UTC)\tTRAINING WINDOW\tMETRICS")
+	for _, v := range vs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", v.Version, strings.Join(v.Aliases, ","), v.Kind, v.Dim, len(v.Classes),
+			v.CreatedAt.UTC().Format(time.DateTime), v.TrainingWindow, metricsText(v.Metrics))
+	}
+	return tw.Flush()
+}
+
+// metricsText shows the metrics sorted by name.
+func metricsText(mt map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(mt)) {
+		parts = append(parts, fmt.Sprintf("%s=%.4g", k, mt[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Shown is the output of `models show`.
+type Shown struct {
+	Version
+	// Verified says the blob matched its checksum and size and decoded
+	// with the model catalog.
+	Verified      bool          `json:"verified"`
+	InstanceLevel bool          `json:"instance_level"`
+	Params        models.Params `json:"params,omitempty"`
+}
+
+func showModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	v, err := m.resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	blob, meta, err := m.reg.Get(ctx, v)
+	if err != nil {
+		return err
+	}
+	model, err := m.kinds.Decode(blob)
+	if err != nil {
+		return fmt.Errorf("%s: checksum ok but the model does not decode: %w", v, err)
+	}
+	am, err := m.aliasMap(ctx)
+	if err != nil {
+		return err
+	}
+	mm := model.Meta()
+	s := Shown{Version: Version{VersionMeta: meta, Aliases: am[v]}, Verified: true, InstanceLevel: mm.InstanceLevel, Params: mm.Params}
+	if s.Aliases == nil {
+		s.Aliases = []string{}
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, s)
+	}
+	w := m.env.Stdout
+	fmt.Fprintf(w, "version          %s\n", meta.Version)
+	fmt.Fprintf(w, "aliases          %s\n", strings.Join(s.Aliases, ", "))
+	fmt.Fprintf(w, "kind             %s (instance level: %v)\n", meta.Kind, mm.InstanceLevel)
+	fmt.Fprintf(w, "input dimension  %d\n", meta.Dim)
+	fmt.Fprintf(w, "classes          %d: %s\n", len(meta.Classes), strings.Join(meta.Classes, ", "))
+	fmt.Fprintf(w, "stored           %s\n", meta.CreatedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "training window  %s\n", meta.TrainingWindow)
+	if meta.Parent != "" {
+		fmt.Fprintf(w, "parent           %s\n", meta.Parent)
+	}
+	fmt.Fprintf(w, "size             %d bytes, sha256 %s (verified, decodes)\n", meta.Size, meta.Checksum)
+	if len(mm.Params) > 0 {
+		var ps []string
+		for _, k := range slices.Sorted(maps.Keys(mm.Params)) {
+			ps = append(ps, k+"="+mm.Params[k])
+		}
+		fmt.Fprintf(w, "params           %s\n", strings.Join(ps, " "))
+	}
+	fmt.Fprintf(w, "metrics          %s\n", metricsText(meta.Metrics))
+	return nil
+}
+
+// Promotion is the output of `models promote` and `models rollback`.
+type Promotion struct {
+	Current  string `json:"current"`
+	Previous string `json:"previous,omitempty"`
+	// Forced is set when --force overrode an incompatibility, which
+	// Incompatible then describes.
+	Forced       bool   `json:"forced,omitempty"`
+	Incompatible string `json:"incompatible,omitempty"`
+}
+
+// ErrRefused marks a promotion refused by the guard.
+var ErrRefused = errors.New("promotion refused")
+
+func promoteModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	v, err := m.resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	blob, meta, err := m.reg.Get(ctx, v)
+	if err != nil {
+		return err
+	}
+	if _, err := m.kinds.Decode(blob); err != nil {
+		return fmt.Errorf("%w: %s does not decode, so no annotator could load it: %w", ErrRefused, v, err)
+	}
+	res := Promotion{Current: v}
+	cur, err := m.reg.Alias(ctx, featurestore.AliasCurrent)
+	switch {
+	case errors.Is(err, featurestore.ErrNotFound):
+		// Nothing served yet: nothing to be compatible with.
+	case err != nil:
+		return err
+	default:
+		res.Previous = cur
+		curMeta, err := m.metaOf(ctx, cur)
+		if err != nil {
+			return fmt.Errorf("read current %s to check compatibility: %w", cur, err)
+		}
+		if cerr := featurestore.Compatible(curMeta, meta); cerr != nil {
+			if !m.opts.force {
+				return fmt.Errorf("%w: %s would replace current %s, but %w.\n"+
+					"Annotators fed the current stream would dead-letter every bag. "+
+					"Use --force to promote it anyway (then `mimlctl models rollback` undoes it)", ErrRefused, v, cur, cerr)
+			}
+			res.Forced, res.Incompatible = true, cerr.Error()
+			fmt.Fprintf(m.env.Stderr, "mimlctl models promote: WARNING: forced: %v\n", cerr)
+		}
+	}
+	// The check and the promotion are two steps: a promotion by another
+	// process in between is not re-checked (the registry has no
+	// compare-and-promote).
+	if err := m.reg.Promote(ctx, v); err != nil {
+		return err
+	}
+	if res.Previous == v {
+		res.Previous = ""
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, res)
+	}
+	if res.Previous != "" {
+		fmt.Fprintf(m.env.Stdout, "promoted %s (was %s)\n", v, res.Previous)
+	} else {
+		fmt.Fprintf(m.env.Stdout, "promoted %s\n", v)
+	}
+	return nil
+}
+
+// metaOf returns a version's metadata without reading its blob (a current
+// version whose blob has gone bad still has metadata to compare with).
+func (m *modelsEnv) metaOf(ctx context.Context, v string) (featurestore.VersionMeta, error) {
+	metas, err := m.reg.List(ctx)
+	if err != nil {
+		return featurestore.VersionMeta{}, err
+	}
+	for _, meta := range metas {
+		if meta.Version == v {
+			return meta, nil
+		}
+	}
+	return featurestore.VersionMeta{}, fmt.Errorf("%s: %w", v, featurestore.ErrNotFound)
+}
+
+func rollbackModel(ctx context.Context, m *modelsEnv, _ []string) error {
+	was, err := m.reg.Alias(ctx, featurestore.AliasCurrent)
+	if err != nil {
+		return err
+	}
+	v, err := m.reg.Rollback(ctx)
+	if err != nil {
+		return err
+	}
+	res := Promotion{Current: v, Previous: was}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, res)
+	}
+	fmt.Fprintf(m.env.Stdout, "rolled back to %s (was %s)\n", v, was)
+	return nil
+}
+
+func exportModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	v, err := m.resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	blob, meta, err := m.reg.Get(ctx, v)
+	if err != nil {
+		return err
+	}
+	data, err := encodeExport(meta, blob, time.Now())
+	if err != nil {
+		return err
+	}
+	if m.opts.out == "" {
+		_, err := m.env.Stdout.Write(data)
+		return err
+	}
+	if err := writeFileAtomic(m.opts.out, data); err != nil {
+		return err
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, struct {
+			Version  string `json:"version"`
+			File     string `json:"file"`
+			Checksum string `json:"checksum"`
+		}{v, m.opts.out, meta.Checksum})
+	}
+	fmt.Fprintf(m.env.Stdout, "exported %s to %s (sha256 %s)\n", v, m.opts.out, meta.Checksum)
+	return nil
+}
+
+// writeFileAtomic writes through a temporary file renamed into place, so
+// an interrupted export never leaves a truncated file under the name.
+func writeFileAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(dirOf(name), ".mimlctl-export-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func dirOf(name string) string {
+	if i := strings.LastIndexByte(name, os.PathSeparator); i >= 0 {
+		return name[:i+1]
+	}
+	return "."
+}
+
+// Imported is the output of `models import`.
+type Imported struct {
+	featurestore.VersionMeta
+	// From is the version id in the exporting registry, when the file
+	// was an export.
+	From string `json:"imported_from,omitempty"`
+}
+
+func importModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	var (
+		data []byte
+		err  error
+	)
+	if pos[0] == "-" {
+		in := m.env.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		data, err = io.ReadAll(in)
+	} else {
+		data, err = os.ReadFile(pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	blob, meta, err := decodeImport(data, m.kinds)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", pos[0], err)
+	}
+	from := meta.Version
+	// The registry assigns the id and the time; a parent id names a
+	// version of the exporting registry, which means nothing here.
+	meta.Version, meta.Parent, meta.CreatedAt = "", "", time.Time{}
+	stored, err := m.reg.Put(ctx, blob, meta)
+	if err != nil {
+		return err
+	}
+	res := Imported{VersionMeta: stored, From: from}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, res)
+	}
+	if from != "" {
+		fmt.Fprintf(m.env.Stdout, "imported %s as %s (%s, dim %d, %d classes; not promoted)\n", from, stored.Version, stored.Kind, stored.Dim, len(stored.Classes))
+	} else {
+		fmt.Fprintf(m.env.Stdout, "imported as %s (%s, dim %d, %d classes; not promoted)\n", stored.Version, stored.Kind, stored.Dim, len(stored.Classes))
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package mimlctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/kafkaview"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+)
+
+// TailCommand is `mimlctl tail TOPIC`: the messages of a topic, one a
+// line, readable (annotations, dead letters and bags are recognised) or
+// raw with --json; every stored message up to the end, or with --follow
+// only the new ones until SIGTERM.
+func TailCommand(ctx context.Context, env service.Env, args []string) error {
+	fs := cli.NewFlagSet("mimlctl-tail", `Usage: mimlctl tail TOPIC --brokers HOST:PORT [flags]
+
+Prints the messages of TOPIC (annotations, dead-letters, bags, ...), one a
+line: every stored message up to the current end of each partition, or with
+--follow only the messages written from now on, until interrupted. Readable
+text by default; --json prints each message's value as it is (JSON lines,
+for jq). It joins no consumer group and commits nothing.`, env.Stderr)
+	k := service.DefaultKafka()
+	k.Create = false // an observer creates nothing
+	k.CheckTimeout = 5 * time.Second
+	k.Register(fs)
+	follow := fs.Bool("follow", false, "print only new messages, until interrupted")
+	asJSON := fs.Bool("json", false, "print each message's value as is (one JSON document a line)")
+	limit := fs.Int("max", 0, "stop after this many messages (0: no limit)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return cli.Usagef("tail needs exactly one TOPIC, got %q", pos)
+	}
+	if *limit < 0 {
+		return cli.Usagef("--max %d < 0", *limit)
+	}
+	if k.Create {
+		return cli.Usagef("tail creates no topics: drop --create-topics")
+	}
+	conn, err := k.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	v := kafkaview.New(k.Brokers, conn)
+	n := 0
+	return v.Read(ctx, pos[0], kafkaview.ReadOptions{FromEnd: *follow, Follow: *follow}, func(m kafka.Message) error {
+		var err error
+		if *asJSON {
+			err = writeRaw(env.Stdout, m.Value)
+		} else {
+			_, err = io.WriteString(env.Stdout, FormatMessage(m)+"\n")
+		}
+		if err != nil {
+			return err
+		}
+		n++
+		if *limit > 0 && n >= *limit {
+			return kafkaview.ErrStop
+		}
+		return nil
+	})
+}
+
+// writeRaw writes a value on one line; JSON is compacted so that a
+// pretty-printed value cannot break the one-message-a-line format.
+func writeRaw(w io.Writer, v []byte) error {
+	var buf bytes.Buffer
+	if json.Valid(v) {
+		if err := json.Compact(&buf, v); err != nil {
+			return err
+		}
+	} else {
+		// Not JSON: quoted, so that the output stays JSON lines.
+		b, _ := json.Marshal(string(v))
+		buf.Write(b)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// message is the union of the wire documents, to tell them apart.
+type message struct {
+	// dead letter
+	Reason *wire.Reason `json:"reason"`
+	// annotation
+	BagID *string `json:"bag_id"`
+	// bag
+	Instances *[][]float64 `json:"instances"`
+}
+
+// FormatMessage renders one message for a person: where it is
+// (partition@offset), then what it says.
+func FormatMessage(m kafka.Message) string {
+	where := fmt.Sprintf("p%d@%d", m.Partition, m.Offset)
+	var probe message
+	if err := json.Unmarshal(m.Value, &probe); err != nil {
+		return fmt.Sprintf("%s %s (%d bytes, not JSON)", where, quote(m.Value, 60), len(m.Value))
+	}
+	switch {
+	case probe.Reason != nil:
+		var d wire.DeadLetter
+		if err := json.Unmarshal(m.Value, &d); err == nil {
+			return formatDeadLetter(where, d)
+		}
+	case probe.BagID != nil:
+		var a wire.AnnotationMessage
+		if err := json.Unmarshal(m.Value, &a); err == nil {
+			return formatAnnotation(where, a)
+		}
+	case probe.Instances != nil:
+		var b wire.BagMessage
+		if err := json.Unmarshal(m.Value, &b); err == nil {
+			return formatBag(where, b)
+		}
+	}
+	return fmt.Sprintf("%s %s", where, quote(m.Value, 120))
+}
+
+func formatAnnotation(where string, a wire.AnnotationMessage) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s %s@%s %s: bag {%s}", where, a.AnnotatedAt.UTC().Format(time.RFC3339), a.BagID, a.Model, a.ModelVersion,
+		a.Mode, strings.Join(names(a.BagLabels, a.Classes), ", "))
+	if len(a.InstanceLabels) > 0 {
+		fmt.Fprintf(&b, " instances [%s]", strings.Join(names(a.InstanceLabels, a.Classes), " "))
+	}
+	fmt.Fprintf(&b, " %.2fms", a.LatencyMS)
+	if a.Annotator != "" {
+		fmt.Fprintf(&b, " by %s", a.Annotator)
+	}
+	return b.String()
+}
+
+// names maps class indices to names; an index outside the list (-1 marks
+// an instance without a label) is shown as "-".
+func names(idx []int, classes []string) []string {
+	out := make([]string, len(idx))
+	for i, c := range idx {
+		if c >= 0 && c < len(classes) {
+			out[i] = classes[c]
+		} else {
+			out[i] = "-"
+		}
+	}
+	return out
+}
+
+func formatDeadLetter(where string, d wire.DeadLetter) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s DEAD LETTER %s at %s", where, d.At.UTC().Format(time.RFC3339), d.Reason, d.Stage)
+	if d.Key != "" {
+		fmt.Fprintf(&b, " key=%s", d.Key)
+	}
+	if d.Topic != "" {
+		fmt.Fprintf(&b, " from %s/p%d@%d", d.Topic, d.Partition, d.Offset)
+	}
+	fmt.Fprintf(&b, ": %s (original %d bytes: %s)", d.Error, d.OriginalSize, quote(d.Original, 60))
+	return b.String()
+}
+
+func formatBag(where string, m wire.BagMessage) string {
+	s := fmt.Sprintf("%s bag %s dim %d, %d instances", where, m.ID, m.Dim, len(m.Instances))
+	if m.Labels != nil {
+		s += fmt.Sprintf(", labels {%s}", strings.Join(names(m.Labels, m.Classes), ", "))
+	}
+	if m.Source != "" {
+		s += " from " + m.Source
+	}
+	return s
+}
+
+// quote shows at most n bytes of b as a quoted string.
+func quote(b []byte, n int) string {
+	if len(b) > n {
+		return fmt.Sprintf("%q...", b[:n])
+	}
+	return fmt.Sprintf("%q", b)
+}

@@ -1,0 +1,46 @@
+package mimlctl
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func TestFormatMessage(t *testing.T) {
+	tests := []struct {
+		value string
+		want  string
+	}{
+		{`{"schema_version":1,"id":"b1","dim":2,"instances":[[1,2],[3,4]],"classes":["a","b"],"labels":[1],"source":"toy"}`,
+			"p2@7 bag b1 dim 2, 2 instances, labels {b} from toy"},
+		{`{"bag_id":"b1","model":"orlr","model_version":"v2","mode":"transductive","classes":["a","b"],"bag_labels":[0,5],"bag_scores":[1,0],"annotated_at":"2026-01-01T00:00:00Z","latency_ms":0.5}`,
+			"p2@7 2026-01-01T00:00:00Z b1 orlr@v2 transductive: bag {a, -} 0.50ms"},
+		{`{"reason":"oversize","error":"too big","stage":"ingest","partition":0,"offset":-1,"original":"eHl6","original_size":9000,"at":"2026-01-01T00:00:00Z"}`,
+			`p2@7 2026-01-01T00:00:00Z DEAD LETTER oversize at ingest: too big (original 9000 bytes: "xyz")`},
+		{`{"something":"else"}`, `p2@7 "{\"something\":\"else\"}"`},
+		{"\x00binary", `p2@7 "\x00binary" (7 bytes, not JSON)`},
+	}
+	for _, tc := range tests {
+		got := FormatMessage(kafka.Message{Partition: 2, Offset: 7, Value: []byte(tc.value)})
+		if got != tc.want {
+			t.Errorf("FormatMessage(%s)\n got %s\nwant %s", tc.value, got, tc.want)
+		}
+	}
+}
+
+func TestWriteRaw(t *testing.T) {
+	var b bytes.Buffer
+	for _, v := range []string{"{\n  \"a\": 1\n}", "plain text"} {
+		if err := writeRaw(&b, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := b.String(), "{\"a\":1}\n\"plain text\"\n"; got != want {
+		t.Errorf("writeRaw = %q, want %q", got, want)
+	}
+	if strings.Count(b.String(), "\n") != 2 {
+		t.Error("not one line per message")
+	}
+}
