@@ -119,7 +119,9 @@ func (p *Producer) ValueBudget(key []byte, headers []kafka.Header) int {
 }
 
 // Fits reports whether m can be written.
-func (p *Producer) Fits(m kafka.Message) bool { return RecordSize(m) <= RecordLimit(p.cfg.MaxMessageBytes) }
+func (p *Producer) Fits(m kafka.Message) bool {
+	return RecordSize(m) <= RecordLimit(p.cfg.MaxMessageBytes)
+}
 
 // Close flushes and closes the writers.
 func (p *Producer) Close() error { return errors.Join(p.batch.Close(), p.single.Close()) }

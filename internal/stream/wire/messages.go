@@ -99,32 +99,46 @@ const (
 	// ReasonModelError: the model failed on a valid bag for a reason that
 	// is not the input's (a bug); the bag is set aside so the stream moves on.
 	ReasonModelError Reason = "model_error"
+	// ReasonProduceRefused: the broker refused to store an output of the
+	// message for good (an invalid record); the message is set aside so
+	// its partition moves on.
+	ReasonProduceRefused Reason = "produce_refused"
 )
 
 // Reasons lists every dead-letter reason.
 func Reasons() []Reason {
 	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
-		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError}
+		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError, ReasonProduceRefused}
 }
 
 // Stages that dead-letter messages.
 const (
 	StageIngest   = "ingest"
 	StageAnnotate = "annotate"
+	// StageRetrain: a training bag the configured model kind can never be
+	// fitted on.
+	StageRetrain = "retrain"
 )
 
 // DeadLetter is the wire form of a rejected message
-// (schemas/deadletter.schema.json). Original is base64 in JSON.
+// (schemas/deadletter.schema.json). Original is base64 in JSON: the whole
+// original message, or, when that would make the record too large to
+// produce, a prefix of it (OriginalSize is then larger than Original, and
+// OriginalSHA256 identifies the original, which Topic, Partition and Offset
+// locate).
 type DeadLetter struct {
-	SchemaVersion int       `json:"schema_version"`
-	Reason        Reason    `json:"reason"`
-	Error         string    `json:"error"`
-	Stage         string    `json:"stage"`
-	Key           string    `json:"key,omitempty"`
-	Topic         string    `json:"topic,omitempty"`
-	Partition     int       `json:"partition"`
-	Offset        int64     `json:"offset"`
-	Original      []byte    `json:"original"`
-	OriginalSize  int       `json:"original_size,omitempty"`
-	At            time.Time `json:"at"`
+	SchemaVersion int    `json:"schema_version"`
+	Reason        Reason `json:"reason"`
+	Error         string `json:"error"`
+	Stage         string `json:"stage"`
+	Key           string `json:"key,omitempty"`
+	Topic         string `json:"topic,omitempty"`
+	Partition     int    `json:"partition"`
+	Offset        int64  `json:"offset"`
+	Original      []byte `json:"original"`
+	OriginalSize  int    `json:"original_size,omitempty"`
+	// OriginalSHA256 is the hex SHA-256 of the whole original, set when
+	// Original holds only a prefix.
+	OriginalSHA256 string    `json:"original_sha256,omitempty"`
+	At             time.Time `json:"at"`
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -127,6 +128,12 @@ func TestGeneratedInstancesValidate(t *testing.T) {
 		raw, _ := json.Marshal(d)
 		if err := v.ValidateDeadLetter(raw); err != nil {
 			t.Errorf("reason %s: %v", r, err)
+		}
+	}
+	for _, stage := range []string{StageIngest, StageAnnotate, StageRetrain} {
+		raw := NewDeadLetter(stage, ReasonLabels, errors.New("e"), "k", "t", 0, -1, []byte("x")).Encode(0)
+		if err := v.ValidateDeadLetter(raw); err != nil {
+			t.Errorf("stage %s: %v", stage, err)
 		}
 	}
 	// And the schema's reason enum is exactly Reasons().
