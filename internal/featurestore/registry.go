@@ -63,6 +63,10 @@ type VersionMeta struct {
 	Metrics        map[string]float64 `json:"metrics,omitempty"`
 	// Parent is the version this one was warm-started from, if any.
 	Parent string `json:"parent,omitempty"`
+	// TrainOffsets are, per partition of the training topic, the next
+	// offset after the messages the model was fitted on: a restarted
+	// retrainer refits only when the topic holds data beyond them.
+	TrainOffsets map[int]int64 `json:"train_offsets,omitempty"`
 }
 
 // Registry stores serialized models (models.Encode envelopes) as immutable,
