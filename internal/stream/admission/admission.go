@@ -58,7 +58,7 @@ func (t Target) Check(bm *wire.BagMessage) error {
 		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, %s has %v", bm.ID, bm.Classes, t.Model, t.Classes))
 	}
 	if t.MaxLabels > 0 && len(bm.Labels) > t.MaxLabels {
-		return wire.Reject(wire.ReasonLabelSetTooLarge, fmt.Errorf("bag %q has %d labels, %s accepts at most max_labels=%d: %w", bm.ID, len(bm.Labels), t.Model, t.MaxLabels, models.ErrLabelSetTooLarge))
+		return wire.Reject(wire.ReasonLabelSetTooLarge, fmt.Errorf("bag %q has %d labels, over the label cap max_labels=%d: %w", bm.ID, len(bm.Labels), t.MaxLabels, models.ErrLabelSetTooLarge))
 	}
 	return nil
 }
