@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,14 +73,29 @@ func metrics(h http.Handler) string {
 // refusingStore refuses one version with an error of its own, as a
 // registry that checks signatures refuses an unsigned blob: the annotator
 // must treat any error about the current version alike.
+// While down, it answers as an unreachable Redis would, so a test can
+// change the registry without the annotator seeing it half done.
 type refusingStore struct {
 	*featurestore.Registry
 	refuse atomic.Value // version (string)
+	down   atomic.Bool
 }
 
 var errUnsigned = errors.New("featurestore: model blob is not signed by a trusted key")
 
+var errDown = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+func (s *refusingStore) Alias(ctx context.Context, alias string) (string, error) {
+	if s.down.Load() {
+		return "", errDown
+	}
+	return s.Registry.Alias(ctx, alias)
+}
+
 func (s *refusingStore) Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error) {
+	if s.down.Load() {
+		return nil, featurestore.VersionMeta{}, errDown
+	}
 	blob, meta, err := s.Registry.Current(ctx)
 	if err == nil && meta.Version == s.refuse.Load() {
 		return nil, featurestore.VersionMeta{}, errUnsigned
@@ -156,7 +172,11 @@ func TestCorruptCurrentModelLoggedOnceAndReported(t *testing.T) {
 		}, errUnsigned.Error()},
 	}
 	for _, c := range cases {
+		// Promoted (and corrupted) while the annotator cannot look, so it
+		// never loads the version before it is broken.
+		store.down.Store(true)
 		bad := c.promote()
+		store.down.Store(false)
 		streamtest.WaitFor(t, 5*time.Second, c.name+" refused", func() bool {
 			v, _ := a.Refused()
 			return v == bad
