@@ -28,3 +28,10 @@ bench:
 # README's screenshot.
 status-screenshot:
 	MIMLSTREAM_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run TestStatusPageInChromium ./internal/status/
+
+# Annotators and the retrainer SIGKILLed at random for 3 minutes while valid,
+# invalid, oversize and poison bags flow (MIMLSTREAM_CHAOS_DURATION=5m to
+# change): 0 bag ids missing, every bad one dead-lettered, the registry
+# consistent. Not in `make test` (it would take a tenth of CI's budget).
+chaos:
+	MIMLSTREAM_CHAOS=1 $(GO) test -count=1 -run TestChaos -v -timeout 20m ./internal/e2e/

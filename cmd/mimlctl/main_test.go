@@ -201,8 +201,8 @@ func TestBrokerAndTail(t *testing.T) {
 	topics := wire.DefaultTopics()
 	write(t, addr, topics.Annotations, mustJSON(t, annotation("bag-1", "v3")), mustJSON(t, annotation("bag-2", "v3")))
 	write(t, addr, topics.DeadLetter,
-		wire.EncodeDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("bag has dimension 166, model 48"), "bag-9", topics.Annotate, 1, 17, []byte(`{"id":"bag-9"}`)),
-		wire.EncodeDeadLetter(wire.StageIngest, wire.ReasonMalformedJSON, errors.New("invalid character"), "", "", 0, -1, []byte(`{oops`)))
+		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("bag has dimension 166, model 48"), "bag-9", topics.Annotate, 1, 17, []byte(`{"id":"bag-9"}`)).Encode(1<<20),
+		wire.NewDeadLetter(wire.StageIngest, wire.ReasonMalformedJSON, errors.New("invalid character"), "", "", 0, -1, []byte(`{oops`)).Encode(1<<20))
 	ctx := context.Background()
 
 	code, stdout, stderr := runCmd(ctx, "tail", topics.Annotations, "--brokers", addr)
@@ -565,9 +565,9 @@ func TestStatus(t *testing.T) {
 	}
 	write(t, addr, topics.Annotate, bags...)
 	write(t, addr, topics.DeadLetter,
-		wire.EncodeDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("dim"), "b1", topics.Annotate, 0, 1, nil),
-		wire.EncodeDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("dim"), "b2", topics.Annotate, 0, 2, nil),
-		wire.EncodeDeadLetter(wire.StageIngest, wire.ReasonSchema, errors.New("schema"), "", "", 0, -1, nil),
+		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("dim"), "b1", topics.Annotate, 0, 1, nil).Encode(1<<20),
+		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("dim"), "b2", topics.Annotate, 0, 2, nil).Encode(1<<20),
+		wire.NewDeadLetter(wire.StageIngest, wire.ReasonSchema, errors.New("schema"), "", "", 0, -1, nil).Encode(1<<20),
 		[]byte(`{"reason":"made-up-by-someone","stage":"elsewhere"}`))
 
 	listen := freeAddr(t)

@@ -73,12 +73,18 @@ func TestEndToEndMSCV2(t *testing.T) {
 	if len(out.dead) != 0 {
 		t.Errorf("%d dead letters for valid bags: %+v", len(out.dead), out.dead[0])
 	}
+	// Annotations name the version by its unique id as well, so they stay
+	// unambiguous if the registry is reset and vN is reused.
+	_, meta, err := e.reg.Current(context.Background())
+	if err != nil || meta.ID == "" {
+		t.Fatalf("current version has no id: %+v %v", meta, err)
+	}
 	ids := make([]string, 0, len(out.anns))
 	for id, as := range out.anns {
 		ids = append(ids, id)
 		for _, a := range as {
-			if a.ModelVersion != version || a.Model != "orlr" {
-				t.Errorf("bag %s annotated by %s %s", id, a.Model, a.ModelVersion)
+			if a.ModelVersion != version || a.Model != "orlr" || a.ModelID != meta.ID {
+				t.Errorf("bag %s annotated by %s %s (id %q, want %q)", id, a.Model, a.ModelVersion, a.ModelID, meta.ID)
 			}
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -48,6 +49,12 @@ func TestMain(m *testing.M) {
 		err := annotate.Command(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr}, kinds(), os.Args[1:])
 		stop()
 		os.Exit(cli.ExitCode("annotator", os.Stderr, err))
+	}
+	if os.Getenv(roleEnv) == "retrainer" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := retrain.ServeCommand(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr}, kinds(), os.Args[1:])
+		stop()
+		os.Exit(cli.ExitCode("retrainer", os.Stderr, err))
 	}
 	os.Exit(m.Run())
 }
@@ -109,11 +116,9 @@ func (e *env) startAnnotator(name string, o annotatorOpts) *annotator {
 	if o.redis == "" {
 		o.redis = redisAddr
 	}
-	a := &annotator{name: name, log: &bytes.Buffer{}, done: make(chan struct{})}
 	listen := ""
 	if o.listen {
 		listen = freeAddr(e.t)
-		a.health = listen
 	}
 	args := []string{
 		"--brokers", strings.Join(e.brokers, ","), "--redis", o.redis,
@@ -121,9 +126,20 @@ func (e *env) startAnnotator(name string, o annotatorOpts) *annotator {
 		"--name", name, "--group", "annotators", "--listen", listen,
 		"--session-timeout", "2s", "--poll", "250ms", "--create-topics=false", "--log-level", "debug",
 	}
+	a := e.spawn("annotator", name, append(args, o.extra...))
+	a.health = listen
+	return a
+}
+
+// spawn starts the test binary as a service (role: annotator, retrainer)
+// with args and the test's Kafka security flags; the process is killed at
+// the end of the test, and its log shown if the test failed.
+func (e *env) spawn(role, name string, args []string) *annotator {
+	e.t.Helper()
+	a := &annotator{name: name, log: &bytes.Buffer{}, done: make(chan struct{})}
 	args = append(args, e.secArgs...)
-	a.cmd = exec.Command(os.Args[0], append(args, o.extra...)...)
-	a.cmd.Env = append(os.Environ(), roleEnv+"=annotator")
+	a.cmd = exec.Command(os.Args[0], args...)
+	a.cmd.Env = append(os.Environ(), roleEnv+"="+role)
 	a.cmd.Stdout = &syncWriter{w: a.log}
 	a.cmd.Stderr = a.cmd.Stdout
 	if err := a.cmd.Start(); err != nil {
@@ -137,7 +153,7 @@ func (e *env) startAnnotator(name string, o annotatorOpts) *annotator {
 		_ = a.cmd.Process.Kill()
 		<-a.done
 		if e.t.Failed() {
-			e.t.Logf("--- log of annotator %s ---\n%s", name, a.logText())
+			e.t.Logf("--- log of %s %s ---\n%s", role, name, a.logText())
 		}
 	})
 	return a
@@ -162,7 +178,9 @@ func (a *annotator) readyVersion() string {
 	if resp.StatusCode != http.StatusOK {
 		return ""
 	}
-	return strings.TrimSpace(strings.TrimPrefix(b.String(), "ok "))
+	// The first line; a second one may name a refused current version.
+	first, _, _ := strings.Cut(b.String(), "\n")
+	return strings.TrimSpace(strings.TrimPrefix(first, "ok "))
 }
 
 type syncWriter struct {

@@ -87,6 +87,10 @@ type VersionMeta struct {
 	// the blob's envelope the kind, classes and dimension; not the rest of
 	// this metadata.
 	Signature string `json:"signature,omitempty"`
+	// TrainOffsets are, per partition of the training topic, the next
+	// offset after the messages the model was fitted on: a restarted
+	// retrainer refits only when the topic holds data beyond them.
+	TrainOffsets map[int]int64 `json:"train_offsets,omitempty"`
 }
 
 // Registry stores serialized models (models.Encode envelopes) as immutable,

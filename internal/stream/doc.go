@@ -8,6 +8,10 @@
 //	kafkaio    Kafka plumbing: producer settings and acknowledged writes,
 //	           topic creation, message headers (schema version, W3C trace
 //	           context), the observer's tail of a topic, kafka-go logging
+//	admission  the checks a bag must pass for a model kind (dimension,
+//	           vocabulary, label cap, finite values), shared by the
+//	           annotator and the retrainer, which both dead-letter a bag
+//	           that fails them
 //	sample     deterministic choice of bags by id (label fraction, held-out
 //	           slice)
 //	ingest     the publisher, and the ingest command (dataset files, JSON

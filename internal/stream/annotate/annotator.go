@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
+	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -13,16 +16,20 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/admission"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -55,10 +62,17 @@ type AnnotatorConfig struct {
 	// pub/sub notification (which is at most once).
 	PollInterval time.Duration
 	// MaxMessageBytes dead-letters larger messages; <= 0 means no limit.
+	// It also bounds every produce request and record, together with the
+	// max.message.bytes the broker reports for the output topics (the
+	// smaller wins; kafkaio.DefaultMaxMessageBytes when <= 0).
 	MaxMessageBytes int
-	// MaxOutputBytes bounds an annotation message (the broker's message
-	// size limit, 1 MiB by default in Kafka, less some headroom).
+	// MaxOutputBytes bounds the value of an annotation or a dead letter;
+	// <= 0 means the producer's limit less room for the key and headers.
 	MaxOutputBytes int
+	// StallAfter is how long the outputs of a batch may keep failing to be
+	// written before the annotator reports itself stalled (/readyz 503,
+	// the stalled gauge, an ERROR log); <= 0 means 30 s.
+	StallAfter time.Duration
 	// DrainTimeout bounds the work after shutdown is requested: finishing,
 	// writing and committing the batch in flight.
 	DrainTimeout time.Duration
@@ -82,8 +96,8 @@ func (c *AnnotatorConfig) defaults() {
 	if c.PollInterval <= 0 {
 		c.PollInterval = 5 * time.Second
 	}
-	if c.MaxOutputBytes <= 0 {
-		c.MaxOutputBytes = 1<<20 - 16<<10
+	if c.StallAfter <= 0 {
+		c.StallAfter = 30 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 15 * time.Second
@@ -114,7 +128,27 @@ type Annotator struct {
 	m         annotatorMetrics
 	rate      *rateMeter
 	lag       *lagTracker
+	// maxOut bounds the value of an output: MaxOutputBytes, or the
+	// producer's limit less keyAndHeaders once Run knows it.
+	maxOut atomic.Int64
+	// producer is set while Run consumes; batchParts are the partitions of
+	// the batch being written, for the stall report.
+	producer   atomic.Pointer[kafkaio.Producer]
+	batchParts atomic.Pointer[[]int]
+	// refused is the registry's current version when it cannot be served.
+	refused atomic.Pointer[refusal]
 }
+
+// refusal is a current model version the annotator refuses to serve.
+type refusal struct {
+	version string // "" when the store cannot name it
+	err     error
+}
+
+// keyAndHeaders is the room left in a record for the key (a bag id: at
+// most 256 bytes), the headers (schema version, content type, W3C trace
+// context) and the record framing.
+const keyAndHeaders = 2048
 
 type annotatorMetrics struct {
 	bags        metric.Int64Counter
@@ -138,6 +172,7 @@ func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
 		return nil, err
 	}
 	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation), rate: newRateMeter(10 * time.Second), lag: newLagTracker(30 * time.Second)}
+	a.maxOut.Store(int64(a.outputLimit(kafkaio.DefaultMaxMessageBytes)))
 	if cfg.Cache != nil {
 		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second}
 	}
@@ -169,6 +204,12 @@ func (a *Annotator) initMetrics() error {
 	errs = append(errs, err)
 	lag, err := mt.Int64ObservableGauge("mimlstream.annotator.consumer_lag", metric.WithDescription("Messages behind the end of the assigned partitions."), metric.WithUnit("{message}"))
 	errs = append(errs, err)
+	stalled, err := mt.Int64ObservableGauge("mimlstream.annotator.stalled", metric.WithDescription("1 when the outputs of a batch have failed to be written for longer than the stall bound (its partitions do not advance), else 0."))
+	errs = append(errs, err)
+	retrying, err := mt.Float64ObservableGauge("mimlstream.annotator.write_retry_seconds", metric.WithDescription("How long the outputs of the batch in flight have been failing to be written (0: not failing)."), metric.WithUnit("s"))
+	errs = append(errs, err)
+	refused, err := mt.Int64ObservableGauge("mimlstream.annotator.model_refused", metric.WithDescription("1 when the registry's current model version cannot be served (corrupt, undecodable, refused by the registry); the version label names it."))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -181,9 +222,35 @@ func (a *Annotator) initMetrics() error {
 		if n, ok := a.lag.Total(time.Now()); ok {
 			o.ObserveInt64(lag, n)
 		}
+		var isStalled int64
+		var retry float64
+		if p := a.producer.Load(); p != nil {
+			if s, ok := p.Retrying(); ok {
+				retry = time.Since(s.Since).Seconds()
+			}
+			if _, ok := p.Stall(); ok {
+				isStalled = 1
+			}
+		}
+		o.ObserveInt64(stalled, isStalled)
+		o.ObserveFloat64(retrying, retry)
+		if r := a.refused.Load(); r != nil {
+			o.ObserveInt64(refused, 1, metric.WithAttributes(attribute.String("version", r.version)))
+		} else {
+			o.ObserveInt64(refused, 0)
+		}
 		return nil
-	}, rate, version, lag)
+	}, rate, version, lag, stalled, retrying, refused)
 	return err
+}
+
+// outputLimit is the bound of an output's value under a producer limit.
+func (a *Annotator) outputLimit(maxMessageBytes int) int {
+	n := kafkaio.RecordLimit(maxMessageBytes) - keyAndHeaders
+	if a.cfg.MaxOutputBytes > 0 {
+		n = min(n, a.cfg.MaxOutputBytes)
+	}
+	return n
 }
 
 // ModelVersion returns the version being served, or "" before the first load.
@@ -194,21 +261,85 @@ func (a *Annotator) ModelVersion() string {
 	return ""
 }
 
-// Ready reports whether the annotator holds a model and is consuming.
-func (a *Annotator) Ready() bool { return a.model.Load() != nil && a.consuming.Load() }
+// Ready reports whether the annotator holds a model, is consuming, and is
+// not stalled.
+func (a *Annotator) Ready() bool {
+	ready, _ := a.readiness()
+	return ready
+}
+
+// Stalled reports the write that has kept failing for longer than
+// StallAfter, if any.
+func (a *Annotator) Stalled() (kafkaio.Stall, bool) {
+	if p := a.producer.Load(); p != nil {
+		return p.Stall()
+	}
+	return kafkaio.Stall{}, false
+}
+
+// Refused returns the registry's current version the annotator refuses to
+// serve and why ("" and nil when it serves the current version or has
+// refused none). The version is "" when the store cannot name it.
+func (a *Annotator) Refused() (string, error) {
+	if r := a.refused.Load(); r != nil {
+		return r.version, r.err
+	}
+	return "", nil
+}
+
+// readiness says whether the annotator is ready and why (the /readyz body):
+// a refused current version leaves it ready while it serves the model it
+// holds, and the body says so.
+func (a *Annotator) readiness() (bool, string) {
+	var refusedLine string
+	if r := a.refused.Load(); r != nil {
+		v := r.version
+		if v == "" {
+			v = "(unnamed)"
+		}
+		refusedLine = fmt.Sprintf("current model version %s refused: %v", v, r.err)
+	}
+	if s, ok := a.Stalled(); ok {
+		parts := []int{}
+		if p := a.batchParts.Load(); p != nil {
+			parts = *p
+		}
+		return false, fmt.Sprintf("not ready: stalled: the outputs of the batch from partitions %v have failed to be written for %v (%d messages to %v): %v",
+			parts, time.Since(s.Since).Round(time.Second), s.Messages, s.Topics, s.Err)
+	}
+	if a.model.Load() == nil {
+		msg := "not ready: no model loaded"
+		if refusedLine != "" {
+			msg += "; " + refusedLine
+		}
+		return false, msg
+	}
+	if !a.consuming.Load() {
+		return false, "not ready: not consuming"
+	}
+	msg := "ok " + a.ModelVersion()
+	if refusedLine != "" {
+		msg += "\n" + refusedLine + "; serving " + a.ModelVersion()
+	}
+	return true, msg
+}
 
 // Handler serves /healthz, /readyz and, when metrics is non-nil, /metrics.
+// /readyz answers 200 "ok VERSION" while the annotator serves a model and
+// its writes go through (a second line names a refused current version),
+// and 503 with the reason otherwise: no model, not consuming, or stalled.
 func (a *Annotator) Handler(metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.Ready() {
-			http.Error(w, "not ready: no model loaded or not consuming", http.StatusServiceUnavailable)
+		ready, msg := a.readiness()
+		if !ready {
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintf(w, "ok %s\n", a.ModelVersion())
+		fmt.Fprintln(w, msg)
 	})
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
@@ -261,7 +392,14 @@ func (a *Annotator) Run(ctx context.Context) error {
 		Logger:      kafkaio.Logger(log, slog.LevelDebug),
 		ErrorLogger: kafkaio.Logger(log, slog.LevelWarn),
 	})
-	w := kafkaio.NewWriter(a.cfg.Brokers, a.cfg.Security)
+	limit, err := kafkaio.MaxMessageBytes(ctx, a.cfg.Brokers, a.cfg.Security, a.cfg.MaxMessageBytes, a.cfg.Topics.Annotations, a.cfg.Topics.DeadLetter)
+	if err != nil {
+		log.Warn("the cluster does not report the topics' max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
+	}
+	a.maxOut.Store(int64(a.outputLimit(limit)))
+	w := kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: a.cfg.Brokers, Security: a.cfg.Security, MaxMessageBytes: limit,
+		StallAfter: a.cfg.StallAfter, Logger: log})
+	a.producer.Store(w)
 	defer func() {
 		a.consuming.Store(false)
 		if err := r.Close(); err != nil {
@@ -272,7 +410,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 		}
 	}()
 	a.consuming.Store(true)
-	log.Info("consuming", "topic", a.cfg.Topics.Annotate, "group", a.cfg.GroupID, "model", a.ModelVersion())
+	log.Info("consuming", "topic", a.cfg.Topics.Annotate, "group", a.cfg.GroupID, "model", a.ModelVersion(), "max_message_bytes", limit)
 
 	for {
 		batch := a.fetchBatch(ctx, r)
@@ -339,7 +477,7 @@ type output struct {
 // handleBatch annotates a batch with one model snapshot (so a hot swap lands
 // between batches, never inside one), writes every output, waits for the
 // acknowledgements, then commits.
-func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.Writer, batch []kafka.Message) error {
+func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafkaio.Producer, batch []kafka.Message) error {
 	sm := a.model.Load()
 	outs := make([]output, len(batch))
 	work := make(chan int)
@@ -359,11 +497,7 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.W
 	close(work)
 	wg.Wait()
 
-	msgs := make([]kafka.Message, len(outs))
-	for i := range outs {
-		msgs[i] = outs[i].msg
-	}
-	err := kafkaio.WriteAcked(ctx, w, msgs)
+	err := a.writeOutputs(ctx, w, batch, outs)
 	now := time.Now()
 	for i := range outs {
 		o := &outs[i]
@@ -401,6 +535,59 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafka.W
 	return nil
 }
 
+// writeOutputs writes the outputs of a batch and waits for their
+// acknowledgement. An output the broker refuses for good is replaced by the
+// dead letter of its input, with the refusal as the reason; a dead letter
+// refused in turn is logged and dropped, so one record never holds its
+// partition back.
+func (a *Annotator) writeOutputs(ctx context.Context, w *kafkaio.Producer, batch []kafka.Message, outs []output) error {
+	parts := map[int]bool{}
+	for _, m := range batch {
+		parts[m.Partition] = true
+	}
+	sorted := slices.Sorted(maps.Keys(parts))
+	a.batchParts.Store(&sorted)
+	idx := make([]int, len(outs)) // outputs still to write
+	for i := range idx {
+		idx[i] = i
+	}
+	for len(idx) > 0 {
+		msgs := make([]kafka.Message, len(idx))
+		for j, i := range idx {
+			msgs[j] = outs[i].msg
+		}
+		refused, err := w.Write(ctx, msgs)
+		if err != nil {
+			return err
+		}
+		written := idx
+		idx = nil
+		for _, rf := range refused {
+			i := written[rf.Index]
+			o := &outs[i]
+			in := batch[i]
+			if o.msg.Topic == a.cfg.Topics.DeadLetter {
+				// Already the smallest record the input can leave: the
+				// original stays where its offset says.
+				a.cfg.Obs.Logger.Error("dead letter refused by the broker; dropped", "key", string(in.Key), "partition", in.Partition, "offset", in.Offset, "err", rf.Err)
+				continue
+			}
+			reason := wire.ReasonProduceRefused
+			if errors.Is(rf.Err, kafka.MessageSizeTooLarge) {
+				reason = wire.ReasonOversize
+			}
+			a.cfg.Obs.Logger.Warn("output refused by the broker; dead-lettering its input", "topic", o.msg.Topic, "key", string(in.Key),
+				"partition", in.Partition, "offset", in.Offset, "reason", reason, "err", rf.Err)
+			o.dead, o.reason = true, reason
+			o.msg.Topic = a.cfg.Topics.DeadLetter
+			o.msg.Value = a.deadLetter(in, reason, fmt.Errorf("output refused by the broker: %w", rf.Err))
+			o.span.SetStatus(codes.Error, string(reason))
+			idx = append(idx, i)
+		}
+	}
+	return nil
+}
+
 // process turns one input message into an annotation or a dead letter.
 func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Message) output {
 	p := a.cfg.Obs.Propagator
@@ -421,7 +608,7 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 	var value []byte
 	topic := a.cfg.Topics.Annotations
 	if err != nil {
-		reason, isInput := reasonOf(err)
+		reason, isInput := admission.Reason(err)
 		if !isInput {
 			reason = wire.ReasonModelError
 		}
@@ -437,14 +624,15 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 		}
 		out := wire.AnnotationMessage{
 			SchemaVersion: schemas.Version, BagID: bm.ID, Source: bm.Source,
-			Model: sm.meta.Kind, ModelVersion: sm.meta.Version, Mode: string(mode), Classes: sm.meta.Classes,
+			Model: sm.meta.Kind, ModelVersion: sm.meta.Version, ModelID: sm.meta.ID, Mode: string(mode), Classes: sm.meta.Classes,
 			InstanceLabels: ann.InstanceLabels, InstanceScores: ann.InstanceScores,
 			BagLabels: nonNilInts(ann.BagLabels), BagScores: nonNilFloats(ann.BagScores),
 			LatencyMS: float64(latency.Microseconds()) / 1000, IngestedAt: ingested,
 			AnnotatedAt: time.Now().UTC(), Annotator: a.cfg.Name,
 		}
+		maxOut := int(a.maxOut.Load())
 		value, err = json.Marshal(out)
-		if err == nil && len(value) > a.cfg.MaxOutputBytes && out.InstanceScores != nil {
+		if err == nil && len(value) > maxOut && out.InstanceScores != nil {
 			// The per-instance scores of a very large bag would make an
 			// annotation the broker refuses; the labels still fit.
 			out.InstanceScores = nil
@@ -456,9 +644,9 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			// Scores that JSON cannot carry (NaN) are a model fault.
 			o.dead, o.reason, topic = true, wire.ReasonModelError, a.cfg.Topics.DeadLetter
 			value = a.deadLetter(in, wire.ReasonModelError, fmt.Errorf("encode annotation: %w", err))
-		case len(value) > a.cfg.MaxOutputBytes:
+		case len(value) > maxOut:
 			o.dead, o.reason, topic = true, wire.ReasonOversize, a.cfg.Topics.DeadLetter
-			value = a.deadLetter(in, wire.ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), a.cfg.MaxOutputBytes))
+			value = a.deadLetter(in, wire.ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), maxOut))
 		}
 	}
 	pctx, produce := a.tracer.Start(ctx, "produce", trace.WithSpanKind(trace.SpanKindProducer),
@@ -473,7 +661,7 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	_, dspan := a.tracer.Start(ctx, "decode")
 	bm, err := a.validator.DecodeBag(in.Value)
 	if err == nil {
-		err = checkAgainstModel(bm, sm)
+		err = admission.Target{Model: "model " + sm.meta.Version, Dim: sm.meta.Dim, Classes: sm.meta.Classes}.Check(bm)
 	}
 	if err != nil {
 		dspan.RecordError(err)
@@ -505,41 +693,11 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	return ann, mode, bm, nil
 }
 
-// reasonOf classifies an error of the annotate step: the wire format's
-// input errors (wire.ReasonOf) and the model contract's, which a model
-// returns for a bag it cannot take. Anything else is not an input error (ok
-// false): a fault of the model, dead-lettered as model_error.
-func reasonOf(err error) (wire.Reason, bool) {
-	var re *wire.RejectError
-	switch {
-	case errors.As(err, &re):
-		return re.Reason, true
-	case errors.Is(err, models.ErrLabelSetTooLarge):
-		return wire.ReasonLabelSetTooLarge, true
-	}
-	if r, ok := wire.ReasonOf(err); ok {
-		return r, true
-	}
-	if errors.Is(err, models.ErrBadInput) {
-		return wire.ReasonBadInput, true
-	}
-	return "", false
-}
-
-// checkAgainstModel rejects bags the served model cannot read: another
-// dimension, or labels over another class vocabulary.
-func checkAgainstModel(bm *wire.BagMessage, sm *servedModel) error {
-	if bm.Dim != sm.meta.Dim {
-		return wire.Reject(wire.ReasonDimension, fmt.Errorf("bag %q has dimension %d, model %s expects %d", bm.ID, bm.Dim, sm.meta.Version, sm.meta.Dim))
-	}
-	if bm.Labels != nil && !slices.Equal(bm.Classes, sm.meta.Classes) {
-		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, model %s has %v", bm.ID, bm.Classes, sm.meta.Version, sm.meta.Classes))
-	}
-	return nil
-}
-
+// deadLetter encodes the dead letter of in within the output bound: the
+// original whole when it fits, else its prefix, length and SHA-256 beside
+// the topic, partition and offset where it still is.
 func (a *Annotator) deadLetter(in kafka.Message, reason wire.Reason, err error) []byte {
-	return wire.EncodeDeadLetter(wire.StageAnnotate, reason, err, string(in.Key), in.Topic, in.Partition, in.Offset, in.Value)
+	return wire.NewDeadLetter(wire.StageAnnotate, reason, err, string(in.Key), in.Topic, in.Partition, in.Offset, in.Value).Encode(int(a.maxOut.Load()))
 }
 
 func nonNilInts(v []int) []int {
@@ -556,46 +714,135 @@ func nonNilFloats(v []float64) []float64 {
 	return v
 }
 
+// versionNamer is implemented by stores that name the current version
+// without reading its blob (featurestore.Registry.Alias): the annotator
+// then reads nothing more while it serves that version, and can name a
+// version it cannot serve.
+type versionNamer interface {
+	Alias(ctx context.Context, alias string) (string, error)
+}
+
+// unavailable reports whether a registry error means the registry could not
+// be asked (Redis down or unreachable), as opposed to an answer about the
+// current version (corrupt, undecodable, refused), which is the version's
+// fault and is reported as a refusal.
+func unavailable(err error) bool {
+	var netErr net.Error
+	var redisErr redis.Error
+	return errors.As(err, &netErr) || errors.As(err, &redisErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
+}
+
 // watchModel keeps a.model on the registry's current version: it loads it at
 // start (retrying until it exists), then reloads on every notification and
-// every PollInterval. Failures (Redis down, a corrupt blob) keep the model
-// already held. loaded is closed after the first successful load. runCtx is
-// the annotator's context: the first load gives up when it ends.
+// every PollInterval. Failures keep the model already held: Redis down is
+// logged when it starts and ends; a current version that cannot be served
+// (any error of reading or decoding it other than the registry being
+// unreachable: a corrupt blob, an undecodable model, a version the registry
+// refuses) is logged once per version at ERROR, kept for /readyz and the
+// model_refused gauge, and tried again at every poll. loaded is closed
+// after the first successful load. runCtx is the annotator's context: the
+// first load gives up when it ends.
 func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct{}) {
 	log := a.cfg.Obs.Logger.With("annotator", a.cfg.Name)
 	var once sync.Once
-	reload := func() {
-		blob, meta, err := a.cfg.Store.Current(ctx)
-		if err != nil {
+	// state is the registry's last condition as logged: "" fine,
+	// "waiting" (no current model), "unavailable".
+	state := ""
+	setState := func(s string, err error) {
+		if s == state {
+			return
+		}
+		switch s {
+		case "waiting":
+			log.Info("waiting for a current model", "err", err)
+		case "unavailable":
 			if a.model.Load() != nil {
 				log.Warn("model registry unavailable; serving the model held", "version", a.ModelVersion(), "err", err)
 			} else {
-				log.Info("waiting for a current model", "err", err)
+				log.Warn("model registry unavailable; waiting for a model", "err", err)
 			}
+		default:
+			if state == "unavailable" {
+				log.Info("model registry available again")
+			}
+		}
+		state = s
+	}
+	refuse := func(version string, err error) {
+		prev := a.refused.Swap(&refusal{version: version, err: err})
+		if prev == nil || prev.version != version || (version == "" && prev.err.Error() != err.Error()) {
+			log.Error("refusing model version; serving the model held", "version", version, "err", err, "serving", a.ModelVersion())
+		} else {
+			log.Debug("model version still refused", "version", version, "err", err)
+		}
+	}
+	reload := func() {
+		named := ""
+		if vn, ok := a.cfg.Store.(versionNamer); ok {
+			v, err := vn.Alias(ctx, featurestore.AliasCurrent)
+			switch {
+			case errors.Is(err, featurestore.ErrNotFound):
+				setState("waiting", err)
+				return
+			case err != nil:
+				setState("unavailable", err)
+				return
+			}
+			setState("", nil)
+			if cur := a.model.Load(); cur != nil && cur.meta.Version == v {
+				a.refused.Store(nil)
+				return
+			}
+			named = v
+		}
+		blob, meta, err := a.cfg.Store.Current(ctx)
+		switch {
+		case err == nil:
+			setState("", nil)
+		case unavailable(err):
+			setState("unavailable", err)
+			return
+		case errors.Is(err, featurestore.ErrNotFound) && named == "":
+			setState("waiting", err)
+			return
+		default:
+			setState("", nil)
+			refuse(named, err)
 			return
 		}
 		if cur := a.model.Load(); cur != nil && cur.meta.Version == meta.Version {
+			a.refused.Store(nil)
 			return
 		}
 		sm, err := decodeServed(a.cfg.Kinds, blob, meta)
 		if err != nil {
-			log.Error("refusing model version", "version", meta.Version, "err", err)
+			refuse(meta.Version, err)
 			return
 		}
 		old := a.ModelVersion()
 		a.model.Store(sm)
+		a.refused.Store(nil)
 		a.m.swaps.Add(ctx, 1, metric.WithAttributes(attribute.String("version", meta.Version)))
 		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
 		once.Do(func() { close(loaded) })
 	}
 
 	var notes <-chan string
+	notesDown := false
 	subscribe := func() {
 		ch, err := a.cfg.Store.Subscribe(ctx)
 		if err != nil {
-			log.Warn("model notifications unavailable; polling", "err", err)
+			if !notesDown {
+				log.Warn("model notifications unavailable; polling", "err", err)
+			}
+			notesDown = true
 			return
 		}
+		notesDown = false
 		notes = ch
 	}
 	subscribe()

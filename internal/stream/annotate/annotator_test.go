@@ -333,30 +333,3 @@ func TestAnnotatorKeepsServingWhenRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// TestReasonOf checks the annotator's classification: the model contract's
-// input errors on top of the wire format's, with the same precedence as
-// before the split (a label set too large wins over a mil error, a mil
-// error over a generic bad input).
-func TestReasonOf(t *testing.T) {
-	cases := []struct {
-		err  error
-		want wire.Reason
-		ok   bool
-	}{
-		{fmt.Errorf("x: %w", models.ErrLabelSetTooLarge), wire.ReasonLabelSetTooLarge, true},
-		{fmt.Errorf("x: %w", models.ErrBadInput), wire.ReasonBadInput, true},
-		{fmt.Errorf("x: %w", mil.ErrDimension), wire.ReasonDimension, true},
-		{fmt.Errorf("x: %w %w", models.ErrBadInput, mil.ErrNonFinite), wire.ReasonNonFinite, true},
-		{fmt.Errorf("x: %w %w", mil.ErrDimension, models.ErrLabelSetTooLarge), wire.ReasonLabelSetTooLarge, true},
-		{wire.Reject(wire.ReasonVocabulary, models.ErrBadInput), wire.ReasonVocabulary, true},
-		{fmt.Errorf("redis down"), "", false},
-		{nil, "", false},
-	}
-	for _, c := range cases {
-		r, ok := reasonOf(c.err)
-		if r != c.want || ok != c.ok {
-			t.Errorf("reasonOf(%v) = %q,%v want %q,%v", c.err, r, ok, c.want, c.ok)
-		}
-	}
-}

@@ -2,12 +2,9 @@ package annotate
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +34,9 @@ type Config struct {
 	MaxMessageBytes    int
 	DrainTimeout       time.Duration
 	SessionTimeout     time.Duration
+	// StallAfter is how long a batch's outputs may keep failing to be
+	// written before /readyz reports the annotator stalled.
+	StallAfter time.Duration
 	// NoFeatureCache turns the Redis cache of mapped instances off.
 	NoFeatureCache  bool
 	CachePrefix     string
@@ -50,7 +50,7 @@ func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
-		SessionTimeout: 10 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
+		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -65,9 +65,10 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
 	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch waits to fill")
 	fs.DurationVar(&c.Poll, "poll", c.Poll, "period of the registry check backing up promotion notifications")
-	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit)")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit); outputs stay within it and within the max.message.bytes the broker reports (0: 1 MiB)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batch in flight at shutdown")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
+	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "report the annotator stalled (/readyz 503, an ERROR log, the stalled gauge) when a batch's outputs keep failing to be written this long")
 	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
@@ -142,15 +143,16 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		rt.Close()
 		return nil, err
 	}
+	// A refused current model (unsigned, badly signed, corrupt) is logged
+	// at ERROR once per version and named on /readyz by the annotator,
+	// which keeps serving the model it holds.
 	var store ModelStore = featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
-	if cfg.VerifyKey != "" {
-		store = &signatureAlarm{ModelStore: store, log: rt.Log}
-	}
 	acfg := AnnotatorConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
 		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
-		Obs: rt.Obs(),
+		StallAfter: cfg.StallAfter,
+		Obs:        rt.Obs(),
 	}
 	if !cfg.NoFeatureCache {
 		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
@@ -162,33 +164,6 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		return nil, err
 	}
 	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
-}
-
-// signatureAlarm reports at ERROR, once per refusal, a current model that
-// the registry refused for its signature: unsigned, or signed by another
-// key or altered after signing, which is what tampering by someone with
-// write access to Redis looks like. The annotator keeps serving the model
-// it holds either way.
-type signatureAlarm struct {
-	ModelStore
-	log  *slog.Logger
-	mu   sync.Mutex
-	last string // the refusal reported last
-}
-
-var _ ModelStore = (*signatureAlarm)(nil)
-
-func (s *signatureAlarm) Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error) {
-	blob, meta, err := s.ModelStore.Current(ctx)
-	if errors.Is(err, featurestore.ErrUnsigned) || errors.Is(err, featurestore.ErrBadSignature) {
-		s.mu.Lock()
-		if msg := err.Error(); msg != s.last {
-			s.last = msg
-			s.log.Error("current model refused: its signature does not verify with --verify-key (tampering, or signed with another key)", "err", err)
-		}
-		s.mu.Unlock()
-	}
-	return blob, meta, err
 }
 
 // Annotator returns the service's annotator.

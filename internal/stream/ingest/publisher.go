@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
@@ -36,21 +38,52 @@ type PublisherConfig struct {
 	// WithInstanceLabels publishes ground-truth instance labels. They are
 	// held back by default: the pipeline is weakly supervised.
 	WithInstanceLabels bool
-	// MaxMessageBytes rejects larger bags (oversize); <= 0: no limit.
+	// MaxMessageBytes rejects larger bags (oversize); <= 0: no limit. It
+	// also bounds every produce request and record, together with the
+	// max.message.bytes the broker reports for the topics written (the
+	// smaller wins; kafkaio.DefaultMaxMessageBytes when <= 0): a bag whose
+	// message would exceed that is rejected as oversize (ErrTooLarge)
+	// before anything is produced.
 	MaxMessageBytes int
-	Obs             service.Observability
+	// StallAfter is how long a publish may keep failing before it is
+	// logged at ERROR and reported by Stalled; <= 0 means 30 s.
+	StallAfter time.Duration
+	Obs        service.Observability
 }
 
 // Publisher validates bags and publishes them. It is safe for concurrent use.
 type Publisher struct {
 	cfg       PublisherConfig
-	w         *kafka.Writer
 	validator *wire.Validator
 	tracer    trace.Tracer
+
+	// w is made at the first publish, which asks the cluster for the
+	// topics' limit (NewPublisher has no context to ask it with).
+	wmu sync.Mutex
+	w   *kafkaio.Producer
 
 	mu    sync.Mutex
 	stats IngestStats
 }
+
+// ErrTooLarge is matched (errors.Is) by the error of a bag whose message
+// exceeds the message size limit; errors.As to *TooLargeError gives the
+// sizes. The HTTP handler answers it with 413.
+var ErrTooLarge = errors.New("message too large")
+
+// TooLargeError is a bag whose message (value, key and headers) exceeds
+// the limit of what a produce request may carry.
+type TooLargeError struct {
+	ID          string
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("bag %q: message of %d bytes exceeds the %d-byte limit", e.ID, e.Size, e.Limit)
+}
+
+// Unwrap makes a TooLargeError match ErrTooLarge.
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
 // IngestStats counts what a publisher did.
 type IngestStats struct {
@@ -72,12 +105,68 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, w: kafkaio.NewWriter(cfg.Brokers, cfg.Security), validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
+	return &Publisher{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
 		stats: IngestStats{Rejected: map[wire.Reason]int{}}}, nil
 }
 
+// producer returns the producer, making it at the first call with the
+// limit the cluster reports for the topics written.
+func (p *Publisher) producer(ctx context.Context) *kafkaio.Producer {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.w != nil {
+		return p.w
+	}
+	topics := []string{p.cfg.Topics.Annotate}
+	for _, t := range []string{p.cfg.Topics.Train, p.cfg.Topics.DeadLetter} {
+		if t != "" {
+			topics = append(topics, t)
+		}
+	}
+	limit, err := kafkaio.MaxMessageBytes(ctx, p.cfg.Brokers, p.cfg.Security, p.cfg.MaxMessageBytes, topics...)
+	if err != nil {
+		p.cfg.Obs.Logger.Warn("the cluster does not report the topics' max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
+	}
+	p.w = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: p.cfg.Brokers, Security: p.cfg.Security, MaxMessageBytes: limit,
+		StallAfter: p.cfg.StallAfter, Logger: p.cfg.Obs.Logger})
+	return p.w
+}
+
+// MaxMessageBytes returns the message size limit the publisher keeps to
+// (the configured one until the first publish has asked the cluster).
+func (p *Publisher) MaxMessageBytes() int {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.w != nil {
+		return p.w.MaxMessageBytes()
+	}
+	if p.cfg.MaxMessageBytes > 0 {
+		return p.cfg.MaxMessageBytes
+	}
+	return kafkaio.DefaultMaxMessageBytes
+}
+
+// Stalled reports a publish that has kept failing for longer than
+// StallAfter, for a readiness check.
+func (p *Publisher) Stalled() (kafkaio.Stall, bool) {
+	p.wmu.Lock()
+	w := p.w
+	p.wmu.Unlock()
+	if w == nil {
+		return kafkaio.Stall{}, false
+	}
+	return w.Stall()
+}
+
 // Close flushes and closes the producer.
-func (p *Publisher) Close() error { return p.w.Close() }
+func (p *Publisher) Close() error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.w == nil {
+		return nil
+	}
+	return p.w.Close()
+}
 
 // Stats returns a copy of the counters.
 func (p *Publisher) Stats() IngestStats {
@@ -106,7 +195,13 @@ type Rejection struct {
 	ID     string      `json:"id,omitempty"`
 	Reason wire.Reason `json:"reason"`
 	Error  string      `json:"error"`
+	err    error
 }
+
+// Err returns the rejection's error: errors.Is(r.Err(), ErrTooLarge) for a
+// bag too large to produce, a *wire.RejectError with the reason in any
+// case.
+func (r Rejection) Err() error { return r.err }
 
 // PublishDataset publishes bags of a dataset (in order), applying the label
 // fraction, and waits for the acknowledgements.
@@ -132,38 +227,58 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 
 // PublishRaw validates wire-format bags and publishes the valid ones;
 // invalid ones go to the dead-letter topic (stage ingest) and are returned.
-// It returns after every message is acknowledged.
+// A bag whose message exceeds the message size limit is rejected as
+// oversize before anything is produced (its Rejection's error wraps a
+// *TooLargeError, ErrTooLarge). It returns after every message is
+// acknowledged; a message the broker refuses even so is returned as a
+// rejection (the others of the call are published).
 func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection, error) {
+	w := p.producer(ctx)
 	var out []kafka.Message
 	var spans []trace.Span
+	// bagOf[i] is the index in raws of out[i]; -1 for a dead letter.
+	var bagOf []int
 	var rejected []Rejection
 	labeled := 0
+	reject := func(i int, id string, reason wire.Reason, err error, span trace.Span) {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, string(reason))
+		span.End()
+		rejected = append(rejected, Rejection{Index: i, ID: id, Reason: reason, Error: err.Error(), err: err})
+		if p.cfg.Topics.DeadLetter != "" {
+			h := kafkaio.Headers(ctx, p.cfg.Obs.Propagator)
+			d := wire.NewDeadLetter(wire.StageIngest, reason, err, id, "", 0, -1, raws[i]).Encode(w.ValueBudget([]byte(id), h))
+			out = append(out, kafka.Message{Topic: p.cfg.Topics.DeadLetter, Key: []byte(id), Value: d, Headers: h})
+			bagOf = append(bagOf, -1)
+		}
+	}
 	for i, raw := range raws {
 		sctx, span := p.tracer.Start(ctx, "ingest", trace.WithSpanKind(trace.SpanKindProducer))
 		bm, err := p.validator.DecodeBag(raw)
 		if err != nil {
 			reason, _ := wire.ReasonOf(err)
-			span.RecordError(err)
-			span.SetStatus(codes.Error, string(reason))
-			span.End()
-			rejected = append(rejected, Rejection{Index: i, Reason: reason, Error: err.Error()})
-			if p.cfg.Topics.DeadLetter != "" {
-				out = append(out, kafka.Message{Topic: p.cfg.Topics.DeadLetter, Value: wire.EncodeDeadLetter(wire.StageIngest, reason, err, "", "", 0, -1, raw),
-					Headers: kafkaio.Headers(ctx, p.cfg.Obs.Propagator)})
-			}
+			reject(i, "", reason, err, span)
 			continue
 		}
 		span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
 			attribute.Int("bag.instances", len(bm.Instances)))
 		h := kafkaio.Headers(sctx, p.cfg.Obs.Propagator)
-		out = append(out, kafka.Message{Topic: p.cfg.Topics.Annotate, Key: []byte(bm.ID), Value: raw, Headers: h})
+		m := kafka.Message{Topic: p.cfg.Topics.Annotate, Key: []byte(bm.ID), Value: raw, Headers: h}
+		if !w.Fits(m) {
+			err := wire.Reject(wire.ReasonOversize, &TooLargeError{ID: bm.ID, Size: kafkaio.RecordSize(m), Limit: kafkaio.RecordLimit(w.MaxMessageBytes())})
+			reject(i, bm.ID, wire.ReasonOversize, err, span)
+			continue
+		}
+		out = append(out, m)
+		bagOf = append(bagOf, i)
 		if bm.Labels != nil && p.cfg.Topics.Train != "" {
 			labeled++
 			out = append(out, kafka.Message{Topic: p.cfg.Topics.Train, Key: []byte(bm.ID), Value: raw, Headers: h})
+			bagOf = append(bagOf, i)
 		}
 		spans = append(spans, span)
 	}
-	err := kafkaio.WriteAcked(ctx, p.w, out)
+	refused, err := w.Write(ctx, out)
 	for _, s := range spans {
 		if err != nil {
 			s.RecordError(err)
@@ -174,8 +289,30 @@ func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection,
 	if err != nil {
 		return rejected, fmt.Errorf("publish: %w", err)
 	}
+	// A bag the broker refuses (a topic limit lowered since the producer
+	// asked, say) is rejected; its other copy may be out, which a retry
+	// of the bag makes whole.
+	gone := map[int]bool{}
+	for _, r := range refused {
+		i := bagOf[r.Index]
+		if i < 0 {
+			p.cfg.Obs.Logger.Error("dead letter refused by the broker; dropped", "topic", out[r.Index].Topic, "err", r.Err)
+			continue
+		}
+		if gone[i] {
+			continue
+		}
+		gone[i] = true
+		reason := wire.ReasonProduceRefused
+		if errors.Is(r.Err, kafka.MessageSizeTooLarge) {
+			reason = wire.ReasonOversize
+		}
+		rerr := wire.Reject(reason, fmt.Errorf("refused by the broker: %w", r.Err))
+		rejected = append(rejected, Rejection{Index: i, ID: string(out[r.Index].Key), Reason: reason, Error: rerr.Error(), err: rerr})
+	}
+	slices.SortFunc(rejected, func(a, b Rejection) int { return a.Index - b.Index })
 	p.mu.Lock()
-	p.stats.Published += len(spans)
+	p.stats.Published += len(spans) - len(gone)
 	p.stats.Labeled += labeled
 	for _, r := range rejected {
 		p.stats.Rejected[r.Reason]++

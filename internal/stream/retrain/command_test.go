@@ -94,26 +94,37 @@ func TestRunRetrainerServe(t *testing.T) {
 		done <- ServeCommand(ctx, env, kinds, []string{"--brokers", strings.Join(brokers, ","), "--redis", addr, "--registry-prefix", "serve",
 			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", "", "--param", "iters=5"})
 	}()
-	var stdin bytes.Buffer
-	for i := range 40 {
-		fmt.Fprintf(&stdin, `{"schema_version":1,"id":"t%d","dim":2,"instances":[[%d,0.5]],"labels":[%d],"classes":["a","b"]}`+"\n", i, i%2*5, i%2)
+	// Two slices of 20 bags, the second after the first model: whether
+	// the retrainer reads the first slice live or rebuilds its window from
+	// it, it refits once on it, then once on the second.
+	ingestSlice := func(from int) {
+		var stdin bytes.Buffer
+		for i := from; i < from+20; i++ {
+			fmt.Fprintf(&stdin, `{"schema_version":1,"id":"t%d","dim":2,"instances":[[%d,0.5]],"labels":[%d],"classes":["a","b"]}`+"\n", i, i%2*5, i%2)
+		}
+		ienv := service.Env{Stdin: &stdin, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+		if err := ingest.Command(context.Background(), ienv, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", "-"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	ienv := service.Env{Stdin: &stdin, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
-	if err := ingest.Command(context.Background(), ienv, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", "-"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
 	var meta featurestore.VersionMeta
-	for {
-		_, meta, err = reg.Current(context.Background())
-		if err == nil && meta.Version == "v4" {
-			break
+	waitFor := func(version string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, meta, err = reg.Current(context.Background())
+			if err == nil && meta.Version == version {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not promoted: %v\n%s", version, err, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no second model promoted: %v\n%s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	ingestSlice(0)
+	waitFor("v3")
+	ingestSlice(20)
+	waitFor("v4")
 	// The toy classes are separable: the held-out loss is zero.
 	if loss, ok := meta.Metrics["heldout_hamming_loss"]; meta.Kind != streamtest.KindName || meta.Parent != "v3" || !ok || loss != 0 {
 		t.Errorf("promoted %+v", meta)

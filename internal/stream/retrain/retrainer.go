@@ -22,6 +22,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/admission"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/sample"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -44,7 +46,14 @@ type RetrainerConfig struct {
 	Security kafkasec.Conn
 	// Topic holds the weakly labeled bags.
 	Topic string
-	Kinds *models.Registry
+	// DeadLetterTopic receives the training bags that can never be fitted
+	// (stage retrain); empty: they are only logged.
+	DeadLetterTopic string
+	// MaxMessageBytes bounds the dead letters with the max.message.bytes
+	// the broker reports for DeadLetterTopic (the smaller wins;
+	// kafkaio.DefaultMaxMessageBytes when <= 0).
+	MaxMessageBytes int
+	Kinds           *models.Registry
 	// Kind, Params and Seed say what to fit.
 	Kind   string
 	Params models.Params
@@ -81,21 +90,41 @@ type RetrainerConfig struct {
 type Retrainer struct {
 	cfg RetrainerConfig
 
+	validator *wire.Validator
+	labelCap  int // the kind's label cap under Params (0: none)
+	dead      *kafkaio.Producer
+
 	mu      sync.Mutex
 	order   []string // ids, oldest first
 	bags    map[string]windowBag
 	fresh   int
-	offsets map[int]int64 // next offset per partition, for provenance
+	offsets map[int]int64 // next offset per partition of every message read
 	last    []RefitResult
+	// target is what a training bag must fit: the current model's
+	// dimension and vocabulary, and the kind's label cap; nil until a
+	// current model is known. targetAt is when it was last read.
+	target   *admission.Target
+	targetAt time.Time
+	// fitted are the training offsets of the current model: rejections
+	// below them were dead-lettered by an earlier run.
+	fitted map[int]int64
 
-	refits  metric.Int64Counter
-	fitTime metric.Float64Histogram
+	refits   metric.Int64Counter
+	fitTime  metric.Float64Histogram
+	rejected metric.Int64Counter
 }
 
 type windowBag struct {
-	bag     mil.Bag
-	classes []string
-	dim     int
+	bag       mil.Bag
+	classes   []string
+	dim       int
+	partition int
+	offset    int64
+	// judged: admitted against a known target. A bag admitted before any
+	// model existed is checked again once one does; raw keeps its message
+	// until then, for its dead letter.
+	judged bool
+	raw    []byte
 }
 
 // RefitResult describes one refit.
@@ -139,7 +168,16 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 		return nil, fmt.Errorf("retrainer: KeepVersions %d < 0", cfg.KeepVersions)
 	}
 	cfg.Obs = cfg.Obs.WithDefaults()
-	r := &Retrainer{cfg: cfg, bags: map[string]windowBag{}, offsets: map[int]int64{}}
+	kind, _ := cfg.Kinds.Lookup(cfg.Kind)
+	labelCap, err := admission.LabelCap(kind, cfg.Params)
+	if err != nil {
+		return nil, fmt.Errorf("retrainer: %w", err)
+	}
+	v, err := wire.NewValidator(0)
+	if err != nil {
+		return nil, err
+	}
+	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, bags: map[string]windowBag{}, offsets: map[int]int64{}}
 	if err := r.initMetrics(); err != nil {
 		return nil, fmt.Errorf("retrainer metrics: %w", err)
 	}
@@ -153,6 +191,8 @@ func (r *Retrainer) initMetrics() error {
 	r.refits, err = mt.Int64Counter("mimlstream.retrainer.refits", metric.WithDescription("Refits, by outcome (promoted or not)."))
 	errs = append(errs, err)
 	r.fitTime, err = mt.Float64Histogram("mimlstream.retrainer.fit_duration", metric.WithDescription("Time to fit a candidate."), metric.WithUnit("s"))
+	errs = append(errs, err)
+	r.rejected, err = mt.Int64Counter("mimlstream.retrainer.rejected_bags", metric.WithDescription("Training bags that can never be fitted, kept out of the window and dead-lettered, by reason."), metric.WithUnit("{bag}"))
 	errs = append(errs, err)
 	window, err := mt.Int64ObservableGauge("mimlstream.retrainer.window_bags", metric.WithDescription("Bags in the training window."))
 	errs = append(errs, err)
@@ -193,22 +233,38 @@ func (r *Retrainer) Results() []RefitResult {
 	return slices.Clone(r.last)
 }
 
-// add puts a training message into the window; invalid ones are skipped
-// (the annotator dead-letters the same bag from the annotate topic).
-func (r *Retrainer) add(m kafka.Message, v *wire.Validator) {
-	bm, err := v.DecodeBag(m.Value)
-	if err != nil || bm.Labels == nil {
-		r.cfg.Obs.Logger.Debug("skipping training message", "partition", m.Partition, "offset", m.Offset, "err", err)
+// add puts a training message into the window, unless it can never be
+// fitted: undecodable, unlabeled, non-finite, or not what the model reads
+// (dimension, vocabulary, the kind's label cap). Such a bag is
+// dead-lettered with its reason, unless an earlier run already did
+// (suppress), and never enters the window.
+func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
+	bm, err := r.validator.DecodeBag(m.Value)
+	if err == nil && bm.Labels == nil {
+		err = wire.Reject(wire.ReasonLabels, fmt.Errorf("training bag %q has no labels", bm.ID))
+	}
+	r.mu.Lock()
+	r.offsets[m.Partition] = max(r.offsets[m.Partition], m.Offset+1)
+	target := r.target
+	r.mu.Unlock()
+	if err == nil {
+		err = r.check(ctx, target, bm)
+	}
+	if err != nil {
+		r.reject(ctx, m, err, true)
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.offsets[m.Partition] = m.Offset + 1
 	if _, ok := r.bags[bm.ID]; ok {
 		r.order = slices.DeleteFunc(r.order, func(id string) bool { return id == bm.ID })
 	}
 	r.order = append(r.order, bm.ID)
-	r.bags[bm.ID] = windowBag{bag: *bm.Bag(), classes: bm.Classes, dim: bm.Dim}
+	wb := windowBag{bag: *bm.Bag(), classes: bm.Classes, dim: bm.Dim, partition: m.Partition, offset: m.Offset, judged: r.target != nil}
+	if !wb.judged {
+		wb.raw = m.Value
+	}
+	r.bags[bm.ID] = wb
 	for len(r.order) > r.cfg.Window {
 		delete(r.bags, r.order[0])
 		r.order = r.order[1:]
@@ -216,52 +272,238 @@ func (r *Retrainer) add(m kafka.Message, v *wire.Validator) {
 	r.fresh++
 }
 
+// check applies the target's checks to a decoded training bag (the label
+// cap alone while no model is known). A bag of another dimension or
+// vocabulary than the target first makes the retrainer re-read the current
+// model, at most every 10 s, so a model promoted by hand for a new
+// vocabulary is followed.
+func (r *Retrainer) check(ctx context.Context, target *admission.Target, bm *wire.BagMessage) error {
+	if target == nil {
+		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap}.Check(bm)
+	}
+	err := target.Check(bm)
+	if reason, _ := admission.Reason(err); reason != wire.ReasonDimension && reason != wire.ReasonVocabulary {
+		return err
+	}
+	r.mu.Lock()
+	stale := time.Since(r.targetAt) > 10*time.Second
+	r.mu.Unlock()
+	if !stale {
+		return err
+	}
+	if _, ok := r.readCurrent(ctx, 2*time.Second); !ok {
+		return err
+	}
+	r.mu.Lock()
+	target = r.target
+	r.mu.Unlock()
+	return target.Check(bm)
+}
+
+// reject dead-letters a training message that can never be fitted. With
+// replayed, a message below the current model's training offsets is only
+// logged: the run that fitted the model read it and dead-lettered it.
+func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, replayed bool) {
+	reason, ok := admission.Reason(err)
+	if !ok {
+		reason = wire.ReasonBadInput
+	}
+	r.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", string(reason))))
+	r.mu.Lock()
+	fitted, seen := r.fitted[m.Partition]
+	r.mu.Unlock()
+	log := r.cfg.Obs.Logger.With("partition", m.Partition, "offset", m.Offset, "key", string(m.Key), "reason", reason, "err", err)
+	if replayed && seen && m.Offset < fitted {
+		log.Debug("training bag kept out of the window (dead-lettered by an earlier run)")
+		return
+	}
+	if r.dead == nil {
+		log.Warn("training bag kept out of the window: it can never be fitted")
+		return
+	}
+	h := kafkaio.Headers(ctx, r.cfg.Obs.Propagator)
+	value := wire.NewDeadLetter(wire.StageRetrain, reason, err, string(m.Key), m.Topic, m.Partition, m.Offset, m.Value).Encode(r.dead.ValueBudget(m.Key, h))
+	refused, werr := r.dead.Write(ctx, []kafka.Message{{Topic: r.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: h}})
+	switch {
+	case werr != nil:
+		log.Warn("training bag kept out of the window; its dead letter was not written", "write_err", werr)
+	case len(refused) > 0:
+		log.Error("training bag kept out of the window; its dead letter was refused", "write_err", refused[0].Err)
+	default:
+		log.Warn("training bag dead-lettered: it can never be fitted")
+	}
+}
+
+// readCurrent reads the current model's metadata within timeout and makes
+// it the target. It returns the metadata and true when the registry
+// answered (a zero meta when there is no current model or it is corrupt).
+func (r *Retrainer) readCurrent(ctx context.Context, timeout time.Duration) (featurestore.VersionMeta, bool) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, meta, err := r.cfg.Store.Current(rctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, featurestore.ErrNotFound):
+		meta = featurestore.VersionMeta{}
+	case errors.Is(err, featurestore.ErrCorrupt):
+		// Replaced by the next refit; nothing to check against meanwhile.
+		r.cfg.Obs.Logger.Warn("current model unreadable; training bags are checked against the kind only", "err", err)
+		meta = featurestore.VersionMeta{}
+	default:
+		r.cfg.Obs.Logger.Warn("model registry unavailable; could not read the current model", "err", err)
+		return featurestore.VersionMeta{}, false
+	}
+	r.deadLetterUnfit(ctx, r.setCurrent(meta))
+	return meta, true
+}
+
+// setCurrent makes meta (the current model's; zero when none) the target
+// and its training offsets the fitted ones. Window bags admitted before any
+// target existed that do not fit the new one are dead-lettered then; bags
+// admitted under an older target (another vocabulary, say) are dropped
+// quietly: they were valid for the model of their time.
+func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.targetAt = time.Now()
+	if meta.Version == "" {
+		return nil
+	}
+	r.fitted = meta.TrainOffsets
+	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, MaxLabels: r.labelCap}
+	r.target = t
+	var unfit []windowBag
+	r.order = slices.DeleteFunc(r.order, func(id string) bool {
+		wb := r.bags[id]
+		bm := &wire.BagMessage{ID: id, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels}
+		if t.Check(bm) == nil {
+			if !wb.judged {
+				wb.judged, wb.raw = true, nil
+				r.bags[id] = wb
+			}
+			return false
+		}
+		if !wb.judged {
+			unfit = append(unfit, wb)
+		}
+		delete(r.bags, id)
+		return true
+	})
+	return unfit
+}
+
 // Run rebuilds the window from the topic, then follows it and refits until
-// ctx ends; it then returns nil. A partition follower that cannot start
-// stops it with the error (a transient read error is retried).
+// ctx ends; it then returns nil. The rebuild refits nothing: once every
+// partition has been read up to where it ended at start, the retrainer
+// refits once if the window holds enough bags beyond the training offsets
+// of the current model (a first model, or Every new bags), so a restart
+// over a full topic costs at most one refit. A partition follower that
+// cannot start stops it with the error (a transient read error is retried).
 func (r *Retrainer) Run(ctx context.Context) error {
 	log := r.cfg.Obs.Logger
-	v, err := wire.NewValidator(0)
+	if r.cfg.DeadLetterTopic != "" {
+		limit, err := kafkaio.MaxMessageBytes(ctx, r.cfg.Brokers, r.cfg.Security, r.cfg.MaxMessageBytes, r.cfg.DeadLetterTopic)
+		if err != nil {
+			log.Warn("the cluster does not report the dead-letter topic's max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
+		}
+		r.dead = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: r.cfg.Brokers, Security: r.cfg.Security, MaxMessageBytes: limit, Logger: log})
+		defer r.dead.Close()
+	}
+	// The target and the fitted offsets before the rebuild, so it neither
+	// admits what the model cannot read nor dead-letters again what an
+	// earlier run did. Redis down: the rebuild goes on without them.
+	r.readCurrent(ctx, 2*time.Second)
+	starts, ends, err := r.startOffsets(ctx)
 	if err != nil {
 		return err
 	}
-	starts, err := r.startOffsets(ctx)
-	if err != nil {
-		return err
-	}
-	msgs := make(chan kafka.Message, 1024)
+	msgs := make(chan fetched, 1024)
 	g, gctx := errgroup.WithContext(ctx)
 	for p, off := range starts {
-		g.Go(func() error { return r.follow(gctx, p, off, msgs) })
+		g.Go(func() error { return r.follow(gctx, p, off, ends[p], msgs) })
 	}
-	log.Info("retrainer following", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
-	g.Go(func() error { return r.consume(gctx, v, msgs) })
+	log.Info("retrainer rebuilding its window", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
+	g.Go(func() error { return r.consume(gctx, len(starts), msgs) })
 	return g.Wait()
 }
 
+// fetched is a message of a partition follower, or (caughtUp) the mark that
+// the partition has been read up to where it ended when the retrainer
+// started.
+type fetched struct {
+	msg      kafka.Message
+	caughtUp bool
+}
+
 // consume adds the followed messages to the window and refits, until ctx
-// ends.
-func (r *Retrainer) consume(ctx context.Context, v *wire.Validator, msgs <-chan kafka.Message) error {
+// ends. Nothing is refitted until every partition has caught up.
+func (r *Retrainer) consume(ctx context.Context, partitions int, msgs <-chan fetched) error {
 	var tick <-chan time.Time
 	if r.cfg.Interval > 0 {
 		t := time.NewTicker(r.cfg.Interval)
 		defer t.Stop()
 		tick = t.C
 	}
+	behind := partitions
+	if behind == 0 {
+		r.caughtUp(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case m := <-msgs:
-			r.add(m, v)
-			if r.cfg.Every > 0 && r.freshCount() >= r.cfg.Every && r.Len() >= r.cfg.MinBags {
+		case f := <-msgs:
+			if f.caughtUp {
+				if behind--; behind == 0 {
+					r.caughtUp(ctx)
+				}
+				continue
+			}
+			r.add(ctx, f.msg)
+			if behind == 0 && r.cfg.Every > 0 && r.freshCount() >= r.cfg.Every && r.Len() >= r.cfg.MinBags {
 				r.refitLogged(ctx)
 			}
 		case <-tick:
-			if r.freshCount() > 0 && r.Len() >= r.cfg.MinBags {
+			if behind == 0 && r.freshCount() > 0 && r.Len() >= r.cfg.MinBags {
 				r.refitLogged(ctx)
 			}
 		}
+	}
+}
+
+// caughtUp ends the rebuild: the bags beyond the current model's training
+// offsets are the fresh ones, and they are refitted on at once if there is
+// no model yet or they are Every or more.
+func (r *Retrainer) caughtUp(ctx context.Context) {
+	meta, known := r.readCurrent(ctx, 5*time.Second)
+	r.mu.Lock()
+	fresh := 0
+	for _, id := range r.order {
+		wb := r.bags[id]
+		if off, ok := meta.TrainOffsets[wb.partition]; !ok || wb.offset >= off {
+			fresh++
+		}
+	}
+	r.fresh = fresh
+	n := len(r.order)
+	r.mu.Unlock()
+	first := known && meta.Version == ""
+	refit := fresh > 0 && n >= r.cfg.MinBags && (first || (r.cfg.Every > 0 && fresh >= r.cfg.Every))
+	r.cfg.Obs.Logger.Info("window rebuilt", "bags", n, "new_since_current_model", fresh, "current", meta.Version, "refit", refit)
+	if refit {
+		r.refitLogged(ctx)
+	}
+}
+
+// deadLetterUnfit dead-letters window bags that a newly known model cannot
+// read.
+func (r *Retrainer) deadLetterUnfit(ctx context.Context, unfit []windowBag) {
+	r.mu.Lock()
+	t := r.target
+	r.mu.Unlock()
+	for _, wb := range unfit {
+		err := t.Check(&wire.BagMessage{ID: wb.bag.ID, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels})
+		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(wb.bag.ID), Partition: wb.partition, Offset: wb.offset, Value: wb.raw}, err, false)
 	}
 }
 
@@ -285,11 +527,12 @@ func (r *Retrainer) refitLogged(ctx context.Context) {
 }
 
 // startOffsets returns, per partition, the offset from which the window is
-// rebuilt: the last Window messages of each partition (the window may need
-// them all if the others are empty).
-func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
+// rebuilt (the last Window messages of each partition: the window may need
+// them all if the others are empty), and the offset where the partition
+// ends now, up to which the rebuild goes.
+func (r *Retrainer) startOffsets(ctx context.Context) (starts, ends map[int]int64, err error) {
 	var parts []kafka.Partition
-	err := retry(ctx, r.cfg.Obs, "read partitions", func() error {
+	err = retry(ctx, r.cfg.Obs, "read partitions", func() error {
 		conn, err := r.cfg.Security.Dialer().DialContext(ctx, "tcp", r.cfg.Brokers[0])
 		if err != nil {
 			return err
@@ -299,9 +542,9 @@ func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	starts := map[int]int64{}
+	starts, ends = map[int]int64{}, map[int]int64{}
 	for _, p := range parts {
 		var first, last int64
 		err := retry(ctx, r.cfg.Obs, "read offsets", func() error {
@@ -314,16 +557,33 @@ func (r *Retrainer) startOffsets(ctx context.Context) (map[int]int64, error) {
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		starts[p.ID] = max(first, last-int64(r.cfg.Window))
+		ends[p.ID] = last
 	}
-	return starts, nil
+	return starts, ends, nil
 }
 
-// follow reads one partition from off onwards into out until ctx ends.
-// Read errors are retried; a reader that cannot be positioned is an error.
-func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out chan<- kafka.Message) error {
+// follow reads one partition from off onwards into out until ctx ends,
+// marking when it has read up to end (at once when off >= end). Read
+// errors are retried; a reader that cannot be positioned is an error.
+func (r *Retrainer) follow(ctx context.Context, partition int, off, end int64, out chan<- fetched) error {
+	caughtUp := false
+	send := func(f fetched) bool {
+		select {
+		case out <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if off >= end {
+		caughtUp = true
+		if !send(fetched{caughtUp: true}) {
+			return nil
+		}
+	}
 	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Dialer: r.cfg.Security.Dialer(), Topic: r.cfg.Topic, Partition: partition,
 		MinBytes: 1, MaxBytes: 64 << 20, MaxWait: 200 * time.Millisecond})
 	defer rd.Close()
@@ -344,10 +604,14 @@ func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out ch
 			}
 			continue
 		}
-		select {
-		case out <- m:
-		case <-ctx.Done():
+		if !send(fetched{msg: m}) {
 			return nil
+		}
+		if !caughtUp && m.Offset >= end-1 {
+			caughtUp = true
+			if !send(fetched{caughtUp: true}) {
+				return nil
+			}
 		}
 	}
 }
@@ -356,20 +620,37 @@ func (r *Retrainer) follow(ctx context.Context, partition int, off int64, out ch
 func heldOut(id string, frac float64) bool { return sample.Unit("holdout", id) < frac }
 
 // snapshot returns the window as train and held-out datasets over the
-// vocabulary of the newest bag (bags over another vocabulary or dimension,
-// left over from an older stream, are left out).
-func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, err error) {
+// target's dimension and vocabulary, or, before any model is known, those
+// of most of the window's bags (the newest bag's on a tie); bags over
+// another vocabulary or dimension are left out. offsets are the next
+// offsets of the partitions read so far.
+func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets map[int]int64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.order) == 0 {
-		return nil, nil, "", errors.New("empty window")
+		return nil, nil, "", nil, errors.New("empty window")
 	}
-	newest := r.bags[r.order[len(r.order)-1]]
-	train = &mil.Dataset{Name: r.cfg.Topic, Classes: newest.classes, Dim: newest.dim}
-	test = &mil.Dataset{Name: r.cfg.Topic + "-heldout", Classes: newest.classes, Dim: newest.dim}
+	var dim int
+	var classes []string
+	if r.target != nil {
+		dim, classes = r.target.Dim, r.target.Classes
+	} else {
+		votes := map[string]int{}
+		best := -1
+		for i := len(r.order) - 1; i >= 0; i-- {
+			wb := r.bags[r.order[i]]
+			k := fmt.Sprintf("%d %q", wb.dim, wb.classes)
+			votes[k]++
+			if votes[k] > best {
+				best, dim, classes = votes[k], wb.dim, wb.classes
+			}
+		}
+	}
+	train = &mil.Dataset{Name: r.cfg.Topic, Classes: classes, Dim: dim}
+	test = &mil.Dataset{Name: r.cfg.Topic + "-heldout", Classes: classes, Dim: dim}
 	for _, id := range r.order {
 		wb := r.bags[id]
-		if wb.dim != newest.dim || !slices.Equal(wb.classes, newest.classes) {
+		if wb.dim != dim || !slices.Equal(wb.classes, classes) {
 			continue
 		}
 		if heldOut(id, r.cfg.HoldOut) {
@@ -384,7 +665,7 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, err err
 	}
 	window = fmt.Sprintf("topic %s, %d bags, next offsets %s", r.cfg.Topic, len(r.order), strings.Join(parts, ","))
 	r.fresh = 0
-	return train, test, window, nil
+	return train, test, window, maps.Clone(r.offsets), nil
 }
 
 // Refit fits a candidate on the window, compares it with the current model
@@ -392,19 +673,20 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, err err
 // is not worse than the current one by more than the margin. Registry
 // operations are retried while Redis is down.
 func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
-	train, test, window, err := r.snapshot()
-	if err != nil {
-		return RefitResult{}, err
+	if r.Len() == 0 {
+		return RefitResult{}, errors.New("empty window")
 	}
-	if len(train.Bags) == 0 || len(test.Bags) == 0 {
-		return RefitResult{}, fmt.Errorf("window too small: %d train and %d held-out bags", len(train.Bags), len(test.Bags))
-	}
-	res := RefitResult{TrainBags: len(train.Bags), HeldOutBags: len(test.Bags), TrainingWindow: window}
 	var cur models.Model
 	var curMeta featurestore.VersionMeta
-	err = retry(ctx, r.cfg.Obs, "read current model", func() error {
+	err := retry(ctx, r.cfg.Obs, "read current model", func() error {
 		blob, meta, err := r.cfg.Store.Current(ctx)
 		if errors.Is(err, featurestore.ErrNotFound) {
+			return nil
+		}
+		if errors.Is(err, featurestore.ErrCorrupt) {
+			// A current model the registry will not serve is replaced,
+			// not retried forever.
+			r.cfg.Obs.Logger.Warn("current model unreadable; evaluating the candidate alone", "err", err)
 			return nil
 		}
 		if err != nil {
@@ -421,8 +703,21 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		return nil
 	})
 	if err != nil {
-		return res, err
+		return RefitResult{}, err
 	}
+	if curMeta.Version != "" {
+		// The target follows the current model, promoted by this
+		// retrainer or by hand.
+		r.deadLetterUnfit(ctx, r.setCurrent(curMeta))
+	}
+	train, test, window, offsets, err := r.snapshot()
+	if err != nil {
+		return RefitResult{}, err
+	}
+	if len(train.Bags) == 0 || len(test.Bags) == 0 {
+		return RefitResult{}, fmt.Errorf("window too small: %d train and %d held-out bags", len(train.Bags), len(test.Bags))
+	}
+	res := RefitResult{TrainBags: len(train.Bags), HeldOutBags: len(test.Bags), TrainingWindow: window}
 	kind, _ := r.cfg.Kinds.Lookup(r.cfg.Kind)
 	opt := models.FitOptions{Seed: r.cfg.Seed, Params: r.cfg.Params, Workers: r.cfg.Workers}
 	compatible := cur != nil && cur.Meta().Dim == train.Dim && slices.Equal(cur.Meta().Classes, train.Classes)
@@ -463,7 +758,7 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	if err != nil {
 		return res, err
 	}
-	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent}
+	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent, TrainOffsets: offsets}
 	for k, v := range res.Candidate {
 		meta.Metrics["heldout_"+k] = v
 	}
@@ -485,6 +780,10 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		if err := retry(ctx, r.cfg.Obs, "promote model", func() error { return r.cfg.Store.Promote(ctx, stored.Version) }); err != nil {
 			return res, err
 		}
+		if stored.TrainOffsets == nil {
+			stored.TrainOffsets = offsets
+		}
+		r.deadLetterUnfit(ctx, r.setCurrent(stored))
 		res.Pruned = r.prune(ctx)
 	}
 	r.mu.Lock()

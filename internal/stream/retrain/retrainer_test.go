@@ -112,6 +112,12 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
+	// The bags already on the topic are the window's rebuild: one refit
+	// once it has caught up, the first model.
+	streamtest.WaitFor(t, 20*time.Second, "first refit", func() bool { return len(r.Results()) >= 1 })
+	if _, err := pub.PublishDataset(ctx, ds, ds.Bags[60:]); err != nil {
+		t.Fatal(err)
+	}
 	streamtest.WaitFor(t, 20*time.Second, "two refits", func() bool { return len(r.Results()) >= 2 })
 	res := r.Results()
 	if !res[0].Promoted || res[0].Reason != "no current model" {
@@ -145,7 +151,7 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	r2 := h.retrainer(func(c *RetrainerConfig) { c.Every = 1000 })
 	rctx, rcancel = context.WithCancel(ctx)
 	go func() { done <- r2.Run(rctx) }()
-	streamtest.WaitFor(t, 10*time.Second, "window rebuilt", func() bool { return r2.Len() == 60 })
+	streamtest.WaitFor(t, 10*time.Second, "window rebuilt", func() bool { return r2.Len() == 90 })
 	rcancel()
 	<-done
 }
@@ -270,10 +276,6 @@ func survivors(ids []string, keep int, protected map[string]bool) []string {
 // rollback history, and that an unpromoted refit prunes nothing.
 func TestRetrainerPrunesAfterPromotion(t *testing.T) {
 	ds := streamtest.SmallDataset(60)
-	v, err := wire.NewValidator(0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name string
 		keep int
@@ -312,7 +314,7 @@ func TestRetrainerPrunesAfterPromotion(t *testing.T) {
 			r := h.retrainer(func(c *RetrainerConfig) { c.KeepVersions = tc.keep })
 			for i := range ds.Bags {
 				raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], "toy", ds.Dim, ds.Classes, false))
-				r.add(kafka.Message{Key: []byte(ds.Bags[i].ID), Value: raw, Offset: int64(i)}, v)
+				r.add(ctx, kafka.Message{Key: []byte(ds.Bags[i].ID), Value: raw, Offset: int64(i)})
 			}
 			for i, margin := range tc.margins {
 				before, err := h.reg.List(ctx)

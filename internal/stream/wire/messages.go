@@ -64,11 +64,15 @@ func (m *BagMessage) Bag() *mil.Bag {
 // AnnotationMessage is the wire form of an annotation
 // (schemas/annotation.schema.json).
 type AnnotationMessage struct {
-	SchemaVersion  int         `json:"schema_version"`
-	BagID          string      `json:"bag_id"`
-	Source         string      `json:"source,omitempty"`
-	Model          string      `json:"model"`
-	ModelVersion   string      `json:"model_version"`
+	SchemaVersion int    `json:"schema_version"`
+	BagID         string `json:"bag_id"`
+	Source        string `json:"source,omitempty"`
+	Model         string `json:"model"`
+	ModelVersion  string `json:"model_version"`
+	// ModelID is the version's registry id, unique forever (a ULID): the
+	// display version vN restarts if the registry loses its data, the id
+	// never does. Empty for versions stored before ids existed.
+	ModelID        string      `json:"model_id,omitempty"`
 	Mode           string      `json:"mode"`
 	Classes        []string    `json:"classes"`
 	InstanceLabels []int       `json:"instance_labels,omitempty"`
@@ -99,32 +103,46 @@ const (
 	// ReasonModelError: the model failed on a valid bag for a reason that
 	// is not the input's (a bug); the bag is set aside so the stream moves on.
 	ReasonModelError Reason = "model_error"
+	// ReasonProduceRefused: the broker refused to store an output of the
+	// message for good (an invalid record); the message is set aside so
+	// its partition moves on.
+	ReasonProduceRefused Reason = "produce_refused"
 )
 
 // Reasons lists every dead-letter reason.
 func Reasons() []Reason {
 	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
-		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError}
+		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError, ReasonProduceRefused}
 }
 
 // Stages that dead-letter messages.
 const (
 	StageIngest   = "ingest"
 	StageAnnotate = "annotate"
+	// StageRetrain: a training bag the configured model kind can never be
+	// fitted on.
+	StageRetrain = "retrain"
 )
 
 // DeadLetter is the wire form of a rejected message
-// (schemas/deadletter.schema.json). Original is base64 in JSON.
+// (schemas/deadletter.schema.json). Original is base64 in JSON: the whole
+// original message, or, when that would make the record too large to
+// produce, a prefix of it (OriginalSize is then larger than Original, and
+// OriginalSHA256 identifies the original, which Topic, Partition and Offset
+// locate).
 type DeadLetter struct {
-	SchemaVersion int       `json:"schema_version"`
-	Reason        Reason    `json:"reason"`
-	Error         string    `json:"error"`
-	Stage         string    `json:"stage"`
-	Key           string    `json:"key,omitempty"`
-	Topic         string    `json:"topic,omitempty"`
-	Partition     int       `json:"partition"`
-	Offset        int64     `json:"offset"`
-	Original      []byte    `json:"original"`
-	OriginalSize  int       `json:"original_size,omitempty"`
-	At            time.Time `json:"at"`
+	SchemaVersion int    `json:"schema_version"`
+	Reason        Reason `json:"reason"`
+	Error         string `json:"error"`
+	Stage         string `json:"stage"`
+	Key           string `json:"key,omitempty"`
+	Topic         string `json:"topic,omitempty"`
+	Partition     int    `json:"partition"`
+	Offset        int64  `json:"offset"`
+	Original      []byte `json:"original"`
+	OriginalSize  int    `json:"original_size,omitempty"`
+	// OriginalSHA256 is the hex SHA-256 of the whole original, set when
+	// Original holds only a prefix.
+	OriginalSHA256 string    `json:"original_sha256,omitempty"`
+	At             time.Time `json:"at"`
 }

@@ -130,6 +130,12 @@ func TestGeneratedInstancesValidate(t *testing.T) {
 			t.Errorf("reason %s: %v", r, err)
 		}
 	}
+	for _, stage := range []string{StageIngest, StageAnnotate, StageRetrain} {
+		raw := NewDeadLetter(stage, ReasonLabels, errors.New("e"), "k", "t", 0, -1, []byte("x")).Encode(0)
+		if err := v.ValidateDeadLetter(raw); err != nil {
+			t.Errorf("stage %s: %v", stage, err)
+		}
+	}
 	// And the schema's reason enum is exactly Reasons().
 	raw, _ := schemas.Raw(schemas.DeadLetterFile)
 	var d struct {
