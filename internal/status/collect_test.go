@@ -129,9 +129,9 @@ func TestCollectorPoll(t *testing.T) {
 
 func TestCollectorDeadLetters(t *testing.T) {
 	k := &fakeKafka{dead: [][]byte{
-		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("x"), "", "", 0, 0, nil).Encode(1<<20),
-		wire.NewDeadLetter(wire.StageIngest, wire.ReasonSchema, errors.New("x"), "", "", 0, -1, nil).Encode(1<<20),
-		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("x"), "", "", 0, 1, nil).Encode(1<<20),
+		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("x"), "", "", 0, 0, nil).Encode(1 << 20),
+		wire.NewDeadLetter(wire.StageIngest, wire.ReasonSchema, errors.New("x"), "", "", 0, -1, nil).Encode(1 << 20),
+		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("x"), "", "", 0, 1, nil).Encode(1 << 20),
 		[]byte(`{"reason": "<script>alert(1)</script>", "stage": "x"}`),
 		[]byte(`not json`),
 	}}
