@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
 )
 
 // Limits that keep a bad parameter from exhausting the machine: the exact
@@ -36,6 +37,12 @@ type Config struct {
 	MaxLabels int       `json:"max_labels"` // max_labels: largest |Y| the exact programme accepts
 	MSteps    int       `json:"msteps"`     // msteps: iterations per M-step (GEM)
 	MStep     string    `json:"mstep"`      // mstep: gd (backtracking gradient ascent, the paper's) | lbfgs
+	// scale: feature transform fitted on the training instances and applied
+	// before the model (and the kernel) sees them: zscore | none | unit |
+	// zunit | minmax, as the SVM models (see ovr.Scaling). Empty in states
+	// written before the field existed, which had no transform: Decode
+	// reads it as none.
+	Scale string `json:"scale,omitempty"`
 }
 
 // M-step optimizers.
@@ -51,9 +58,13 @@ const (
 // leave the weights visibly under-fitted: 50.5% inductive instead of 54.8%,
 // see the package's reproduction test). kernel_s = 0.5 was the best of
 // {0.2, 0.5, 1, 2} on two MSCV2 folds (the paper sweeps s per data set).
+// Features are z-scored on the training instances (the paper's data came
+// prepared; a user's features come on any scale); the reproductions pass
+// scale=none.
 func DefaultConfig() Config {
 	return Config{L2: 0, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 0.5,
-		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 30, MStep: MStepGD}
+		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 30, MStep: MStepGD,
+		Scale: string(ovr.ScaleZScore)}
 }
 
 // ParseConfig reads the model parameters; absent keys keep their defaults.
@@ -86,6 +97,7 @@ func ParseConfig(p models.Params) (Config, error) {
 	if c.MaxLabels, err = p.Int("max_labels", c.MaxLabels); err != nil {
 		return c, err
 	}
+	c.Scale = p.String("scale", c.Scale)
 	// The M-step optimizer defaults by kernel: the paper's gradient ascent
 	// for the linear model; L-BFGS for the RBF kernel, whose hundreds of
 	// weights per class gradient ascent barely moves in 50 EM iterations
@@ -132,6 +144,11 @@ func (c Config) Validate() error {
 	case c.MStep != MStepGD && c.MStep != MStepLBFGS:
 		return fmt.Errorf("orlr: mstep=%q (want gd or lbfgs)", c.MStep)
 	}
+	// "" is not a valid setting (ParseScaling would read it as zscore);
+	// Decode maps the empty value of old states to none before validating.
+	if _, err := ovr.ParseScaling(c.Scale); err != nil || c.Scale == "" {
+		return fmt.Errorf("orlr: scale=%q (want zscore, none, unit, zunit or minmax)", c.Scale)
+	}
 	return nil
 }
 
@@ -142,5 +159,6 @@ func (c Config) Params() models.Params {
 		"l2": f(c.L2), "iters": strconv.Itoa(c.Iters), "tol": f(c.Tol), "estep": string(c.EStep),
 		"kernel": c.Kernel, "kernel_s": f(c.KernelS), "dict_frac": f(c.DictFrac), "subset": f(c.Subset),
 		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps), "mstep": c.MStep,
+		"scale": c.Scale,
 	}
 }

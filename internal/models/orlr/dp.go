@@ -266,7 +266,6 @@ func logSumExp(z []float64) float64 {
 // bagScratch holds per-bag buffers reused across bags by one worker.
 type bagScratch struct {
 	work  map[int]*dpWork
-	z     []float64
 	q, lq [][]float64
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
 )
 
 // Fit trains an ORed-LR model on the labeled bags of train by EM.
@@ -72,6 +73,21 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 		warm = nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6f726c72))
+	// The feature transform is fitted on the training instances, or kept
+	// from the warm model so that its weights (and kernel dictionary) keep
+	// their meaning.
+	if warm != nil {
+		m.scaler = warm.scaler
+	} else if m.scaler, err = fitScaler(cfg.Scale, xs, dim); err != nil {
+		return nil, nil, err
+	}
+	if m.scaler != nil {
+		scaled := make([][]float64, len(xs))
+		for i, x := range xs {
+			scaled[i] = m.scaler.Apply(make([]float64, dim), x)
+		}
+		xs = scaled
+	}
 	features := xs
 	if cfg.Kernel == KernelRBF {
 		if warm != nil {
@@ -150,7 +166,25 @@ func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
 	if (m.kern != nil) != (cfg.Kernel == KernelRBF) {
 		return false
 	}
-	return true
+	// The warm model's transform is reused: it must be the one asked for.
+	mode := ovr.ScaleNone
+	if m.scaler != nil {
+		mode, _ = ovr.ParseScaling(string(m.scaler.Mode))
+	}
+	return string(mode) == cfg.Scale
+}
+
+// fitScaler returns the transform named by mode fitted on xs, or nil for
+// none (the model then reads raw features, as models older than the option).
+func fitScaler(mode string, xs [][]float64, dim int) (*ovr.Scaler, error) {
+	if mode == string(ovr.ScaleNone) {
+		return nil, nil
+	}
+	sc, err := ovr.FitScaler(ovr.Scaling(mode), xs, dim)
+	if err != nil {
+		return nil, fmt.Errorf("orlr: %w", err)
+	}
+	return &sc, nil
 }
 
 // selectBags validates the labeled bags, drops the pruned ones (Section

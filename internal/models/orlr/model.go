@@ -16,6 +16,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/softmax"
+	"github.com/mimlstream/mimlstream/internal/models/symil/ovr"
 )
 
 // Name is the kind name.
@@ -36,17 +37,21 @@ func Kind() models.Kind {
 
 // Model is a fitted ORed-LR model. It is immutable and safe for concurrent use.
 type Model struct {
-	meta models.Meta
-	cfg  Config
-	lr   *softmax.Model // over the mapped features
-	kern *rbf           // nil for the linear model
+	meta   models.Meta
+	cfg    Config
+	scaler *ovr.Scaler    // nil: raw features (scale=none, or a model older than the option)
+	lr     *softmax.Model // over the mapped features
+	kern   *rbf           // nil for the linear model; its dictionary holds scaled instances
 }
 
 var _ models.Model = (*Model)(nil)
 
 // state is the serialized form (MarshalState / Decode).
 type state struct {
-	Config  Config         `json:"config"`
+	Config Config `json:"config"`
+	// Scaler is absent for scale=none and in states written before feature
+	// scaling existed: both mean raw features.
+	Scaler  *ovr.Scaler    `json:"scaler,omitempty"`
 	Softmax *softmax.Model `json:"softmax"`
 	Kernel  *rbf           `json:"kernel,omitempty"`
 }
@@ -59,7 +64,7 @@ func (m *Model) Config() Config { return m.cfg }
 
 // MarshalState encodes the parameters as JSON.
 func (m *Model) MarshalState() ([]byte, error) {
-	return json.Marshal(state{Config: m.cfg, Softmax: m.lr, Kernel: m.kern})
+	return json.Marshal(state{Config: m.cfg, Scaler: m.scaler, Softmax: m.lr, Kernel: m.kern})
 }
 
 // Decode rebuilds a model from MarshalState output.
@@ -71,6 +76,9 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	if s.Softmax == nil {
 		return nil, fmt.Errorf("orlr: state has no parameters")
 	}
+	if s.Config.Scale == "" {
+		s.Config.Scale = string(ovr.ScaleNone) // written before the option: raw features
+	}
 	if err := s.Config.Validate(); err != nil {
 		return nil, err
 	}
@@ -79,6 +87,19 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	}
 	if s.Softmax.Classes != len(meta.Classes) {
 		return nil, fmt.Errorf("orlr: %d classes in the parameters, %d in the metadata", s.Softmax.Classes, len(meta.Classes))
+	}
+	if s.Scaler != nil {
+		if _, err := ovr.ParseScaling(string(s.Scaler.Mode)); err != nil {
+			return nil, fmt.Errorf("orlr: scaler: %w", err)
+		}
+		if len(s.Scaler.Mean) != meta.Dim || len(s.Scaler.Scale) != meta.Dim {
+			return nil, fmt.Errorf("orlr: scaler of dimension %d/%d, want %d", len(s.Scaler.Mean), len(s.Scaler.Scale), meta.Dim)
+		}
+		for j, v := range s.Scaler.Scale {
+			if !(v > 0) || math.IsInf(v, 0) || math.IsNaN(s.Scaler.Mean[j]) || math.IsInf(s.Scaler.Mean[j], 0) {
+				return nil, fmt.Errorf("orlr: scaler feature %d: mean %v, scale %v", j, s.Scaler.Mean[j], v)
+			}
+		}
 	}
 	want := meta.Dim
 	if s.Kernel != nil {
@@ -95,21 +116,21 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	if s.Softmax.Dim != want {
 		return nil, fmt.Errorf("orlr: parameters over %d features, want %d", s.Softmax.Dim, want)
 	}
-	return &Model{meta: meta, cfg: s.Config, lr: s.Softmax, kern: s.Kernel}, nil
+	return &Model{meta: meta, cfg: s.Config, scaler: s.Scaler, lr: s.Softmax, kern: s.Kernel}, nil
 }
 
 // FeatureSpace identifies the instance mapping for the annotator's feature
-// cache: the hash of the kernel width and dictionary, "" for the linear
-// model (its map is the identity, not worth caching).
+// cache: the hash of the scaler, kernel width and dictionary, "" for the
+// linear model (its map is at most an affine transform, not worth caching).
 func (m *Model) FeatureSpace() string {
 	if m.kern == nil {
 		return ""
 	}
-	return m.kern.id()
+	return m.kern.id(m.scaler)
 }
 
 // MapInstance returns the features the linear part of the model sees: x
-// itself (copied) for the linear model, k(x) for the kernel model.
+// scaled (a copy) for the linear model, k(scaled x) for the kernel model.
 func (m *Model) MapInstance(x []float64) ([]float64, error) {
 	if len(x) != m.meta.Dim {
 		return nil, fmt.Errorf("%w: %w (got %d, want %d)", models.ErrBadInput, mil.ErrDimension, len(x), m.meta.Dim)
@@ -119,11 +140,15 @@ func (m *Model) MapInstance(x []float64) ([]float64, error) {
 			return nil, fmt.Errorf("%w: feature %d: %w", models.ErrBadInput, j, mil.ErrNonFinite)
 		}
 	}
+	z := append([]float64(nil), x...)
+	if m.scaler != nil {
+		z = m.scaler.Apply(z, x)
+	}
 	if m.kern == nil {
-		return append([]float64(nil), x...), nil
+		return z, nil
 	}
 	out := make([]float64, len(m.kern.Dict))
-	m.kern.mapInto(x, out)
+	m.kern.mapInto(z, out)
 	return out, nil
 }
 

@@ -419,6 +419,8 @@ func TestParseConfigDefaults(t *testing.T) {
 		{models.Params{"kernel": "rbf", "mstep": "gd"}, MStepGD, 30, KernelRBF},
 		{models.Params{"mstep": "lbfgs"}, MStepLBFGS, 20, KernelLinear},
 		{models.Params{"mstep": "lbfgs", "msteps": "7"}, MStepLBFGS, 7, KernelLinear},
+		{models.Params{"scale": "none"}, MStepGD, 30, KernelLinear},
+		{models.Params{"scale": "minmax", "kernel": "rbf"}, MStepLBFGS, 20, KernelRBF},
 	}
 	for _, tc := range tests {
 		c, err := ParseConfig(tc.params)
