@@ -37,12 +37,19 @@ type Config struct {
 	MaxLabels int       `json:"max_labels"` // max_labels: largest |Y| the exact programme accepts
 	MSteps    int       `json:"msteps"`     // msteps: iterations per M-step (GEM)
 	MStep     string    `json:"mstep"`      // mstep: gd (backtracking gradient ascent, the paper's) | lbfgs
+	// mtol: an M-step stops early when an iteration raises the surrogate
+	// by no more than mtol × max(1, |surrogate|) (0: run msteps).
+	MTol float64 `json:"mtol,omitempty"`
 	// scale: feature transform fitted on the training instances and applied
 	// before the model (and the kernel) sees them: zscore | none | unit |
 	// zunit | minmax, as the SVM models (see ovr.Scaling). Empty in states
 	// written before the field existed, which had no transform: Decode
 	// reads it as none.
 	Scale string `json:"scale,omitempty"`
+	// unknown: add a class of instances that belong to no class of the
+	// vocabulary (UnknownClass), allowed in every bag beside its labels, so
+	// that a bag label names the known classes present and may be empty.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // M-step optimizers.
@@ -98,6 +105,9 @@ func ParseConfig(p models.Params) (Config, error) {
 		return c, err
 	}
 	c.Scale = p.String("scale", c.Scale)
+	if c.Unknown, err = p.Bool("unknown", c.Unknown); err != nil {
+		return c, err
+	}
 	// The M-step optimizer defaults by kernel: the paper's gradient ascent
 	// for the linear model; L-BFGS for the RBF kernel, whose hundreds of
 	// weights per class gradient ascent barely moves in 50 EM iterations
@@ -110,6 +120,9 @@ func ParseConfig(p models.Params) (Config, error) {
 		c.MSteps = 20 // L-BFGS iterations go further than gradient steps
 	}
 	if c.MSteps, err = p.Int("msteps", c.MSteps); err != nil {
+		return c, err
+	}
+	if c.MTol, err = p.Float("mtol", c.MTol); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -139,6 +152,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orlr: prune=%v must be in [0,1)", c.Prune)
 	case c.MaxLabels < 1 || c.MaxLabels > hardMaxLabels:
 		return fmt.Errorf("orlr: max_labels=%d must be in [1,%d] (memory is 2^max_labels per worker)", c.MaxLabels, hardMaxLabels)
+	case bad(c.MTol) || c.MTol < 0:
+		return fmt.Errorf("orlr: mtol=%v must be >= 0", c.MTol)
 	case c.MSteps < 1:
 		return fmt.Errorf("orlr: msteps=%d must be >= 1", c.MSteps)
 	case c.MStep != MStepGD && c.MStep != MStepLBFGS:
@@ -159,6 +174,6 @@ func (c Config) Params() models.Params {
 		"l2": f(c.L2), "iters": strconv.Itoa(c.Iters), "tol": f(c.Tol), "estep": string(c.EStep),
 		"kernel": c.Kernel, "kernel_s": f(c.KernelS), "dict_frac": f(c.DictFrac), "subset": f(c.Subset),
 		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps), "mstep": c.MStep,
-		"scale": c.Scale,
+		"scale": c.Scale, "mtol": f(c.MTol), "unknown": strconv.FormatBool(c.Unknown),
 	}
 }

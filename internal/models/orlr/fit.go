@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,11 @@ type trace struct {
 // instances are rows [start, start+n) of the design matrix.
 type trainBag struct {
 	start, n int
-	labels   []int
+	// labels are the classes the E-step allows (the bag label, plus the
+	// unknown class when the model has one); bits of opt mark those that
+	// may be absent (the unknown class, unless the bag label names it).
+	labels []int
+	opt    int
 }
 
 func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model, *trace, error) {
@@ -43,10 +48,12 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, dim := len(train.Classes), train.Dim
-	if nc == 0 || dim <= 0 {
-		return nil, nil, fmt.Errorf("orlr: dataset has %d classes and dimension %d", nc, dim)
+	dim := train.Dim
+	if len(train.Classes) == 0 || dim <= 0 {
+		return nil, nil, fmt.Errorf("orlr: dataset has %d classes and dimension %d", len(train.Classes), dim)
 	}
+	classes, unk := modelClasses(train.Classes, cfg.Unknown)
+	nc := len(classes)
 	bags, err := selectBags(train, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -59,16 +66,18 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	var xs [][]float64
 	var tb []trainBag
 	for _, b := range bags {
-		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: b.Labels})
+		labels, opt := allowedClasses(b.Labels, unk)
+		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: labels, opt: opt})
 		xs = append(xs, b.Instances...)
 	}
 
-	m := &Model{cfg: cfg, meta: models.Meta{Kind: Name, Classes: train.Classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
+	m := &Model{cfg: cfg,
+		meta: models.Meta{Kind: Name, Classes: classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
 	warm, ok := opt.Warm.(*Model)
 	if opt.Warm != nil && !ok {
 		slog.Warn("orlr: warm-start model is not an orlr model; starting from zero", "kind", opt.Warm.Meta().Kind)
 	}
-	if warm != nil && !warm.sameShape(train, cfg) {
+	if warm != nil && !warm.sameShape(classes, dim, cfg) {
 		slog.Warn("orlr: warm-start model has another shape; starting from zero")
 		warm = nil
 	}
@@ -117,6 +126,9 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	tr := &trace{Bags: len(tb)}
 	em := &emState{cfg: cfg, prob: prob, bags: tb, lr: m.lr, workers: opt.Workers}
 	step := 0.0
+	// One L-BFGS serves every M-step: its curvature pairs carry over from
+	// one EM iteration to the next (see softmax.LBFGS).
+	var lbfgs softmax.LBFGS
 	prevLL := math.Inf(-1)
 	for it := 0; it < cfg.Iters; it++ {
 		if err := ctx.Err(); err != nil {
@@ -133,10 +145,12 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 		switch cfg.MStep {
 		case MStepLBFGS:
 			// Also a GEM step: every accepted L-BFGS step increases g.
-			surrogate, err = mp.MaximizeLBFGS(ctx, m.lr.W, cfg.MSteps, 1e-9)
+			var res softmax.LBFGSResult
+			res, err = lbfgs.Maximize(ctx, mp, m.lr.W, cfg.MSteps, 1e-9, cfg.MTol)
+			surrogate = res.Value
 		default:
 			var res softmax.AscendResult
-			res, err = mp.Ascend(ctx, m.lr.W, cfg.MSteps, 0, step)
+			res, err = mp.Ascend(ctx, m.lr.W, cfg.MSteps, cfg.MTol, step)
 			surrogate, step = res.Value, res.StepSize
 		}
 		if err != nil {
@@ -154,14 +168,33 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	return m, tr, nil
 }
 
-func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
-	if m.meta.Dim != train.Dim || len(m.meta.Classes) != len(train.Classes) {
-		return false
+// modelClasses returns the model's vocabulary and the index of its unknown
+// class (-1 without one): with unknown, the data's class named UnknownClass
+// if it has one (Pham's novel-class files do), else that name appended.
+func modelClasses(classes []string, unknown bool) ([]string, int) {
+	if !unknown {
+		return classes, -1
 	}
-	for i, c := range m.meta.Classes {
-		if train.Classes[i] != c {
-			return false
-		}
+	if i := slices.Index(classes, UnknownClass); i >= 0 {
+		return classes, i
+	}
+	return append(slices.Clip(classes), UnknownClass), len(classes)
+}
+
+// allowedClasses returns the classes the E-step allows for a bag label and
+// the mask of those that may be absent: the unknown class unk is appended
+// as optional unless the label names it (then it is required, like any
+// class of the label).
+func allowedClasses(labels []int, unk int) ([]int, int) {
+	if unk < 0 || slices.Contains(labels, unk) {
+		return labels, 0
+	}
+	return append(slices.Clip(labels), unk), 1 << len(labels)
+}
+
+func (m *Model) sameShape(classes []string, dim int, cfg Config) bool {
+	if m.meta.Dim != dim || !slices.Equal(m.meta.Classes, classes) {
+		return false
 	}
 	if (m.kern != nil) != (cfg.Kernel == KernelRBF) {
 		return false
@@ -190,20 +223,28 @@ func fitScaler(mode string, xs [][]float64, dim int) (*ovr.Scaler, error) {
 // selectBags validates the labeled bags, drops the pruned ones (Section
 // 6.6.1) and enforces the label-set limit.
 func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
+	_, unk := modelClasses(train.Classes, cfg.Unknown)
 	var bags []*mil.Bag
-	impossible := 0
+	impossible, empty, labeled := 0, 0, 0
+	var firstEmpty string
 	for i := range train.Bags {
 		b := &train.Bags[i]
 		if !b.Labeled() {
 			continue // no bag label, no information for the EM
 		}
+		labeled++
 		if err := b.Validate(train.Dim, len(train.Classes)); err != nil {
 			return nil, fmt.Errorf("orlr: %w: %w", models.ErrBadInput, err)
 		}
-		if len(b.Labels) == 0 {
+		if len(b.Labels) == 0 && unk < 0 {
 			// Under the union model a non-empty bag cannot have an empty
-			// label: binary MIL data needs an explicit negative class.
-			return nil, fmt.Errorf("orlr: %w: bag %q has an empty label set, impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID)
+			// label unless some class covers instances of no known class.
+			// Counted, so that one error describes the whole data set.
+			if empty == 0 {
+				firstEmpty = b.ID
+			}
+			empty++
+			continue
 		}
 		if len(b.Labels) > len(b.Instances) {
 			// n instances carry at most n classes: the bag has probability
@@ -213,12 +254,19 @@ func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
 		}
 		bags = append(bags, b)
 	}
+	if empty > 0 {
+		return nil, fmt.Errorf("orlr: %w: %d of the %d labeled training bags (the first %q) have an empty label set, "+
+			"impossible when the bag label is the union of the instance labels; "+
+			"--param unknown=true adds a class %q for instances of no known class, which makes them valid",
+			models.ErrBadInput, empty, labeled, firstEmpty, UnknownClass)
+	}
 	if impossible > 0 {
 		slog.Warn("orlr: skipping bags with more labels than instances", "bags", impossible)
 	}
 	if cfg.Prune > 0 {
 		cost := func(b *mil.Bag) float64 {
-			k := float64(len(b.Labels))
+			labels, _ := allowedClasses(b.Labels, unk)
+			k := float64(len(labels))
 			return float64(len(b.Instances)) * k * math.Exp2(k)
 		}
 		order := make([]int, len(bags))
@@ -311,7 +359,7 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 					}
 					post[i] = post[i][:k]
 				}
-				ll, err := bagPosteriors(s, e.cfg.EStep, logits[:b.n], b.labels, post[:b.n])
+				ll, err := bagPosteriorsOpt(s, e.cfg.EStep, logits[:b.n], b.labels, b.opt, post[:b.n])
 				if err != nil {
 					errs[w] = fmt.Errorf("orlr: E-step: %w", err)
 					return

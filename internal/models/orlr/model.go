@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -21,6 +22,12 @@ import (
 
 // Name is the kind name.
 const Name = "orlr"
+
+// UnknownClass names the class of instances that belong to no class of the
+// vocabulary (parameter unknown=true). A data set may carry it in its
+// vocabulary (the loaders of Pham et al.'s novel-class files name their
+// merged novel class so); otherwise the model appends it to its classes.
+const UnknownClass = "unknown"
 
 // Kind returns the ORed-LR model kind.
 func Kind() models.Kind {
@@ -42,6 +49,14 @@ type Model struct {
 	scaler *ovr.Scaler    // nil: raw features (scale=none, or a model older than the option)
 	lr     *softmax.Model // over the mapped features
 	kern   *rbf           // nil for the linear model; its dictionary holds scaled instances
+}
+
+// unknownClass returns the index of the unknown class, -1 without one.
+func (m *Model) unknownClass() int {
+	if !m.cfg.Unknown {
+		return -1
+	}
+	return slices.Index(m.meta.Classes, UnknownClass)
 }
 
 var _ models.Model = (*Model)(nil)
@@ -87,6 +102,9 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	}
 	if s.Softmax.Classes != len(meta.Classes) {
 		return nil, fmt.Errorf("orlr: %d classes in the parameters, %d in the metadata", s.Softmax.Classes, len(meta.Classes))
+	}
+	if s.Config.Unknown && !slices.Contains(meta.Classes, UnknownClass) {
+		return nil, fmt.Errorf("orlr: model with an unknown class has no class named %q", UnknownClass)
 	}
 	if s.Scaler != nil {
 		if _, err := ovr.ParseScaling(string(s.Scaler.Mode)); err != nil {
@@ -197,7 +215,7 @@ func (m *Model) annotate(ctx context.Context, b *mil.Bag, mapped [][]float64, mo
 	}
 	switch mode {
 	case models.Inductive:
-		return inductive(logits), nil
+		return inductive(logits, m.unknownClass()), nil
 	case models.Transductive:
 		return m.transductive(b, logits)
 	}
@@ -209,8 +227,10 @@ func (m *Model) annotate(ctx context.Context, b *mil.Bag, mapped [][]float64, mo
 // model's own assumptions (independent instance labels, bag label = union)
 // this is exactly p(c ∈ Y | X), so it ranks classes by the probability the
 // model assigns to their presence, using every instance (the paper's
-// max_i p_ic keeps only one).
-func inductive(logits [][]float64) models.Annotation {
+// max_i p_ic keeps only one). The unknown class unk (-1: none) may label
+// instances but is no bag label: bag labels name known classes, so it is
+// left out of the union and scores 0.
+func inductive(logits [][]float64, unk int) models.Annotation {
 	nc := len(logits[0])
 	a := models.Annotation{
 		InstanceLabels: make([]int, len(logits)),
@@ -233,14 +253,21 @@ func inductive(logits [][]float64) models.Annotation {
 	for c := range nc {
 		a.BagScores[c] = -math.Expm1(logAbsent[c])
 	}
+	if unk >= 0 {
+		a.BagScores[unk] = 0
+		present[unk] = false
+	}
 	a.BagLabels = union(present)
 	return a
 }
 
 // transductive applies eq. 27: y_i = argmax_c p(y_i=c, Y | X), which is the
-// E-step posterior; classes outside the known bag label score 0.
+// E-step posterior; classes outside the known bag label (and the unknown
+// class, when the model has one) score 0. With an unknown class an empty
+// bag label is valid: every instance is unknown.
 func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation, error) {
-	if !b.Labeled() || len(b.Labels) == 0 {
+	unk := m.unknownClass()
+	if !b.Labeled() || (len(b.Labels) == 0 && unk < 0) {
 		return models.Annotation{}, fmt.Errorf("%w: bag %q: transductive annotation needs a non-empty bag label", models.ErrBadInput, b.ID)
 	}
 	if len(b.Labels) > m.cfg.MaxLabels {
@@ -250,12 +277,13 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 		return models.Annotation{}, fmt.Errorf("%w: bag %q has %d labels but %d instances: impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID, len(b.Labels), len(logits))
 	}
 	nc := len(m.meta.Classes)
-	k := len(b.Labels)
+	allowed, opt := allowedClasses(b.Labels, unk)
+	k := len(allowed)
 	post := make([][]float64, len(logits))
 	for i := range post {
 		post[i] = make([]float64, k)
 	}
-	if _, err := bagPosteriors(newBagScratch(), FAS, logits, b.Labels, post); err != nil {
+	if _, err := bagPosteriorsOpt(newBagScratch(), FAS, logits, allowed, opt, post); err != nil {
 		return models.Annotation{}, fmt.Errorf("orlr: bag %q: %w", b.ID, err)
 	}
 	a := models.Annotation{
@@ -267,19 +295,22 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 	for i, p := range post {
 		s := make([]float64, nc)
 		best := 0
-		for j, c := range b.Labels {
+		for j, c := range allowed {
 			s[c] = p[j]
 			if p[j] > p[best] {
 				best = j
 			}
 		}
 		a.InstanceScores[i] = s
-		a.InstanceLabels[i] = b.Labels[best]
-		present[b.Labels[best]] = true
+		a.InstanceLabels[i] = allowed[best]
+		present[allowed[best]] = true
 	}
 	// The bag label is given: its classes are present with certainty.
 	for _, c := range b.Labels {
 		a.BagScores[c] = 1
+	}
+	if unk >= 0 && !b.HasLabel(unk) {
+		present[unk] = false // not a bag label (see inductive)
 	}
 	a.BagLabels = union(present)
 	return a, nil
