@@ -30,6 +30,10 @@ type trace struct {
 	// used at iteration k, computed by the E-step.
 	LogLik []float64
 	Bags   int
+	// MSteps[k] is the number of optimizer iterations of the k-th M-step,
+	// Evaluations the objective-and-gradient evaluations of all of them.
+	MSteps      []int
+	Evaluations int
 }
 
 // trainBag is a labeled training bag after validation and pruning; its
@@ -148,10 +152,14 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 			var res softmax.LBFGSResult
 			res, err = lbfgs.Maximize(ctx, mp, m.lr.W, cfg.MSteps, 1e-9, cfg.MTol)
 			surrogate = res.Value
+			tr.MSteps = append(tr.MSteps, res.Iterations)
+			tr.Evaluations += res.Evaluations
 		default:
 			var res softmax.AscendResult
 			res, err = mp.Ascend(ctx, m.lr.W, cfg.MSteps, cfg.MTol, step)
 			surrogate, step = res.Value, res.StepSize
+			tr.MSteps = append(tr.MSteps, res.Steps)
+			tr.Evaluations += res.Evaluations
 		}
 		if err != nil {
 			return nil, nil, err
