@@ -29,7 +29,11 @@ type trace struct {
 	// LogLik[k] is the log-likelihood Σ_b log p(Y_b|X_b, w^(k)) of the bags
 	// used at iteration k, computed by the E-step.
 	LogLik []float64
-	Bags   int
+	// Objective[k] is LogLik[k] − N·(l2/2)‖W^(k)‖² (N the instances of
+	// the bags used, bias not penalised): the quantity EM with an L2
+	// penalty increases, equal to LogLik when l2 = 0.
+	Objective []float64
+	Bags      int
 	// MSteps[k] is the number of optimizer iterations of the k-th M-step,
 	// Evaluations the objective-and-gradient evaluations of all of them.
 	MSteps      []int
@@ -133,7 +137,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	// One L-BFGS serves every M-step: its curvature pairs carry over from
 	// one EM iteration to the next (see softmax.LBFGS).
 	var lbfgs softmax.LBFGS
-	prevLL := math.Inf(-1)
+	prevObj := math.Inf(-1)
 	for it := 0; it < cfg.Iters; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -144,6 +148,8 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 			return nil, nil, err
 		}
 		tr.LogLik = append(tr.LogLik, ll)
+		obj := ll - float64(em.rows(active))*penalty(cfg.L2, m.lr)
+		tr.Objective = append(tr.Objective, obj)
 		mp := em.mProblem(active)
 		var surrogate float64
 		switch cfg.MStep {
@@ -168,10 +174,10 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 			opt.Progress(it+1, cfg.Iters)
 		}
 		slog.Debug("orlr EM", "iter", it+1, "loglik", ll, "surrogate", surrogate)
-		if cfg.Tol > 0 && cfg.Subset == 1 && ll-prevLL <= cfg.Tol*math.Abs(ll) {
+		if cfg.Tol > 0 && cfg.Subset == 1 && obj-prevObj <= cfg.Tol*math.Abs(obj) {
 			break
 		}
-		prevLL = ll
+		prevObj = obj
 	}
 	return m, tr, nil
 }
@@ -333,6 +339,9 @@ func (e *emState) sample(rng *rand.Rand) []int {
 func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 	nc := e.lr.Classes
 	d1 := e.lr.Dim + 1
+	// The M-step's last evaluation computed the logits at these weights
+	// (nil after a stochastic or failed M-step, or before the first one).
+	cached := e.prob.CachedLogits(e.lr.W)
 	lls := make([]float64, len(active))
 	workers := e.workers
 	if workers <= 0 {
@@ -347,7 +356,7 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 		go func(w int) {
 			defer wg.Done()
 			s := newBagScratch()
-			var logits, post [][]float64
+			var logits, view, post [][]float64
 			for {
 				a := int(next.Add(1) - 1)
 				if a >= len(active) || ctx.Err() != nil {
@@ -357,17 +366,23 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 				k := len(b.labels)
 				for len(logits) < b.n {
 					logits = append(logits, make([]float64, nc))
+					view = append(view, nil)
 					post = append(post, nil)
 				}
 				for i := 0; i < b.n; i++ {
 					row := b.start + i
-					e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+					if cached != nil {
+						view[i] = cached[row*nc : (row+1)*nc]
+					} else {
+						e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+						view[i] = logits[i]
+					}
 					if cap(post[i]) < k {
 						post[i] = make([]float64, k)
 					}
 					post[i] = post[i][:k]
 				}
-				ll, err := bagPosteriorsOpt(s, e.cfg.EStep, logits[:b.n], b.labels, b.opt, post[:b.n])
+				ll, err := bagPosteriorsOpt(s, e.cfg.EStep, view[:b.n], b.labels, b.opt, post[:b.n])
 				if err != nil {
 					errs[w] = fmt.Errorf("orlr: E-step: %w", err)
 					return
@@ -397,6 +412,30 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 		total += v
 	}
 	return total, nil
+}
+
+// rows returns the number of instances of the active bags.
+func (e *emState) rows(active []int) int {
+	n := 0
+	for _, a := range active {
+		n += e.bags[a].n
+	}
+	return n
+}
+
+// penalty returns (l2/2)‖W‖² without the biases, the M-step's penalty.
+func penalty(l2 float64, lr *softmax.Model) float64 {
+	if l2 == 0 {
+		return 0
+	}
+	s := 0.0
+	d := lr.Dim
+	for c := range lr.Classes {
+		for _, v := range lr.W[c*(d+1) : c*(d+1)+d] {
+			s += v * v
+		}
+	}
+	return l2 / 2 * s
 }
 
 // mProblem returns the M-step objective over the active bags: the whole

@@ -118,8 +118,8 @@ func TestUnknownClassRecoversPlantedInstances(t *testing.T) {
 			}
 			acc, prec, rec = unknownScores(t, m, d, train, truth, 4, models.Transductive)
 			t.Logf("transductive: accuracy %.3f, unknown precision %.3f recall %.3f", acc, prec, rec)
-			if acc < 0.95 || prec < 0.95 || rec < 0.95 {
-				t.Errorf("transductive: accuracy %.3f, unknown precision %.3f, recall %.3f; want all >= 0.95", acc, prec, rec)
+			if acc < 0.9 || prec < 0.9 || rec < 0.9 {
+				t.Errorf("transductive: accuracy %.3f, unknown precision %.3f, recall %.3f; want all >= 0.9", acc, prec, rec)
 			}
 
 			// Without the option: one error naming the count and the option.

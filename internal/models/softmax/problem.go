@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/floats"
@@ -25,7 +26,9 @@ const chunkRows = 128
 // (the bias is not penalised). With one-hot targets it is ordinary
 // multinomial logistic regression (Pham et al. eq. 7); with the E-step
 // posteriors as targets it is the EM surrogate g(w, w^(k)) of eq. 10.
-// A Problem is not safe for concurrent use: it owns scratch space.
+// A Problem is not safe for concurrent use: it owns scratch space. X must
+// not change once the Problem has been evaluated (the logits of the last
+// evaluation are kept, see CachedLogits).
 type Problem struct {
 	Classes, Dim int
 	N            int
@@ -40,6 +43,23 @@ type Problem struct {
 	partVal  []float64
 	partGrad [][]float64
 	scratch  [][]float64
+	// logits holds X·Wᵀ (N × Classes) of the last evaluation, at logitsW
+	// when logitsOK. They do not depend on the targets, so the first
+	// evaluation of an M-step (same weights, new targets) and the E-step
+	// before it skip the product.
+	logits   []float64
+	logitsW  []float64
+	logitsOK bool
+}
+
+// CachedLogits returns X·Wᵀ (N × Classes, row-major) when the last
+// evaluation was at w, nil otherwise. The slice is the Problem's: read it
+// before the next evaluation, and do not modify it.
+func (p *Problem) CachedLogits(w []float64) []float64 {
+	if p.logitsOK && slices.Equal(p.logitsW, w) {
+		return p.logits
+	}
+	return nil
 }
 
 // NewProblem copies the instances into an augmented design matrix. targets
@@ -109,6 +129,13 @@ func (p *Problem) Evaluate(w, grad []float64) float64 {
 			p.scratch[i] = make([]float64, 2*chunkRows*p.Classes)
 		}
 	}
+	cached := p.CachedLogits(w) != nil
+	if !cached {
+		p.logitsOK = false
+		if len(p.logits) != p.N*p.Classes {
+			p.logits = make([]float64, p.N*p.Classes)
+		}
+	}
 	wm := mat.NewDense(p.Classes, p.Dim+1, w)
 	var wg sync.WaitGroup
 	for k := 0; k < nw; k++ {
@@ -120,11 +147,15 @@ func (p *Problem) Evaluate(w, grad []float64) float64 {
 				if grad != nil {
 					g = p.partGrad[j]
 				}
-				p.partVal[j] = p.chunk(j, wm, g, p.scratch[k])
+				p.partVal[j] = p.chunk(j, wm, g, p.scratch[k], cached)
 			}
 		}(k)
 	}
 	wg.Wait()
+	if !cached {
+		p.logitsW = append(p.logitsW[:0], w...)
+		p.logitsOK = true
+	}
 	val := 0.0
 	for j := range nChunks {
 		val += p.partVal[j]
@@ -161,34 +192,39 @@ func (p *Problem) penalty(w, grad []float64) float64 {
 }
 
 // chunk computes the unnormalised log-likelihood of chunk j and, when g is
-// non-nil, its gradient (T − P)ᵀ X.
-func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64) float64 {
+// non-nil, its gradient (T − P)ᵀ X. The chunk's logits are computed into
+// p.logits unless cached (then they are already there, for these weights).
+func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64, cached bool) float64 {
 	lo := j * chunkRows
 	hi := min(p.N, lo+chunkRows)
 	rows := hi - lo
 	d1 := p.Dim + 1
 	c := p.Classes
 	xc := mat.NewDense(rows, d1, p.X[lo*d1:hi*d1])
+	logits := p.logits[lo*c : hi*c]
+	if !cached {
+		mat.NewDense(rows, c, logits).Mul(xc, wm.T())
+	}
 	z := mat.NewDense(rows, c, scratch[:rows*c])
-	z.Mul(xc, wm.T())
 	t := p.T[lo*c : hi*c]
 	val := 0.0
 	for r := 0; r < rows; r++ {
+		lr := logits[r*c : (r+1)*c]
 		zr := z.RawRowView(r)
 		tr := t[r*c : (r+1)*c]
 		tsum := 0.0
 		mx := math.Inf(-1)
 		for k, tv := range tr {
 			if tv != 0 {
-				val += tv * zr[k]
+				val += tv * lr[k]
 				tsum += tv
 			}
-			mx = max(mx, zr[k])
+			mx = max(mx, lr[k])
 		}
 		// One exponential per class serves both log Σ exp z and, for the
 		// gradient, the probabilities (exp dominates the cost here).
 		s := 0.0
-		for k, v := range zr {
+		for k, v := range lr {
 			e := math.Exp(v - mx)
 			zr[k] = e
 			s += e
