@@ -438,6 +438,19 @@ func TestParseConfigDefaults(t *testing.T) {
 			t.Errorf("%v: Params() does not round-trip: %+v vs %+v (%v)", tc.params, back, c, err)
 		}
 	}
+	for _, tc := range []struct {
+		params models.Params
+		l2     float64
+	}{
+		{models.Params{}, 2e-3},
+		{models.Params{"kernel": "rbf"}, 1e-4},
+		{models.Params{"kernel": "rbf", "l2": "0"}, 0},
+		{models.Params{"kernel": "linear", "l2": "0.5"}, 0.5},
+	} {
+		if c, err := ParseConfig(tc.params); err != nil || c.L2 != tc.l2 {
+			t.Errorf("%v: l2 %v (%v), want %v", tc.params, c.L2, err, tc.l2)
+		}
+	}
 	for _, bad := range []models.Params{{"l2": "-1"}, {"subset": "0"}, {"prune": "1"}, {"dict_frac": "1.5"}, {"kernel": "poly"}, {"iters": "x"}, {"mstep": "newton"}} {
 		if _, err := ParseConfig(bad); err == nil {
 			t.Errorf("%v accepted", bad)

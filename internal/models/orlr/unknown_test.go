@@ -173,6 +173,11 @@ func TestUnknownEmptyLabelTransductive(t *testing.T) {
 			t.Errorf("instance scores %v, want certainty for unknown", s)
 		}
 	}
+	for params, want := range map[string]bool{"true": true, "false": false} {
+		if got, err := EmptyLabelSets(models.Params{"unknown": params}); err != nil || got != want {
+			t.Errorf("EmptyLabelSets(unknown=%s) = %v, %v", params, got, err)
+		}
+	}
 	plain, err := Fit(context.Background(), d, models.FitOptions{Seed: 1, Params: models.Params{"iters": "5"}})
 	if err == nil {
 		if _, err := plain.Annotate(context.Background(), &b, models.Transductive); !errors.Is(err, models.ErrBadInput) {
