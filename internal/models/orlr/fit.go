@@ -74,8 +74,8 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	var xs [][]float64
 	var tb []trainBag
 	for _, b := range bags {
-		labels, opt := allowedClasses(b.Labels, unk)
-		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: labels, opt: opt})
+		labels, optional := allowedClasses(b.Labels, unk)
+		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: labels, opt: optional})
 		xs = append(xs, b.Instances...)
 	}
 
