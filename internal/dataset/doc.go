@@ -41,11 +41,15 @@
 // # Pham's novel class
 //
 // In newlabels.mat each instance belongs to one of C known classes or to a
-// merged "novel" class (the last column of y). The dataset therefore has C+1
-// classes, the last named "novel", and InstanceLabels use index C for novel
-// instances. Bag Labels come from Y and cover the C known classes only, as in
-// the paper: the novel class is never part of a weak label, it is what a
-// model must discover.
+// merged novel class (the last column of y). The dataset therefore has C+1
+// classes, the last named "unknown" (NovelClass), and InstanceLabels use
+// index C for novel instances. Bag Labels come from Y and cover the C known
+// classes only, as in the paper: the novel class is never part of a weak
+// label, it is what a model must discover. A bag made only of novel
+// instances has an empty (non-nil) label set. The name is the one under
+// which a model with an unknown class (orlr with unknown=true) takes the
+// class as its own, so that instance accuracy, SLR and Dummy count it like
+// any class.
 //
 // # JSON lines
 //

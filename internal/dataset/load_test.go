@@ -121,7 +121,7 @@ func TestPhamFrost(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := len(d.Classes) - 1
-	if c != 20 || d.Classes[c] != "novel" {
+	if c != 20 || d.Classes[c] != "unknown" {
 		t.Fatalf("classes %q: want 20 known then novel", d.Classes)
 	}
 	checkBagLabelsAreOR(t, d, c)

@@ -109,6 +109,12 @@ func mscv2FromVars(path string, vars map[string]*mat.Array) (*mil.Dataset, *Spli
 	return d, split, nil
 }
 
+// NovelClass names the merged novel class of Pham et al.'s novel-class
+// files: instances that belong to none of the known classes. It is the name
+// under which models with an unknown class (orlr's unknown=true) recognise
+// that class in a vocabulary.
+const NovelClass = "unknown"
+
 // LoadPham reads newlabels.mat from Pham et al.'s MIML novel-class data
 // (HJA birdsong, Letter Frost/Carroll). X{i} is d x n_i (columns are
 // instances), y{i} is an n_i x (C+1) one-hot matrix whose last column is the
@@ -138,7 +144,7 @@ func phamFromVars(path string, vars map[string]*mat.Array) (*mil.Dataset, error)
 		return nil, bad("X has %d cells, y %d, Y is %v", nb, len(y.Cells), Y.Dims)
 	}
 	nc := Y.Cols()
-	classes := append(numberedClasses(nc), "novel")
+	classes := append(numberedClasses(nc), NovelClass)
 	d := &mil.Dataset{Name: datasetName(path), Classes: classes, Bags: make([]mil.Bag, nb)}
 	for i := range nb {
 		x, yi := X.Cells[i], y.Cells[i]

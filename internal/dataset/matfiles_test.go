@@ -68,7 +68,7 @@ func TestPhamFromVars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameDataset(t, d, &mil.Dataset{Name: "HJA", Classes: []string{"c0", "c1", "novel"}, Dim: 3, Bags: []mil.Bag{
+	sameDataset(t, d, &mil.Dataset{Name: "HJA", Classes: []string{"c0", "c1", "unknown"}, Dim: 3, Bags: []mil.Bag{
 		{ID: "HJA-1", Instances: [][]float64{{1, 2, 3}, {4, 5, 6}}, Labels: []int{1}, InstanceLabels: []int{1, 2}},
 		{ID: "HJA-2", Instances: [][]float64{{7, 8, 9}}, Labels: []int{0}, InstanceLabels: []int{0}},
 	}})

@@ -16,12 +16,14 @@
 //
 // Folds are not stratified unless Config.Stratify is set, in which case bags
 // are stratified by their exact label set (useful for binary MIL, where the
-// two strata are the positive and negative bags). Folds run one after
-// another; models parallelise internally, and the test bags of a fold are
-// annotated by Config.Workers goroutines. Results are deterministic for a
-// seed whatever the number of workers: fold splits come from the seed and the
-// repeat, each fit's seed from the seed, the repeat and the fold, and
-// predictions are scored in bag order.
+// two strata are the positive and negative bags). The fits of a run (folds
+// and repeats) run concurrently within the worker budget (Config.Workers):
+// up to that many at once, each fit and its annotation given an equal share
+// of the budget; a sweep runs its fits one at a time (see runVariants).
+// Results are deterministic for a seed whatever the number of workers: fold
+// splits come from the seed and the repeat, each fit's seed from the seed,
+// the repeat and the fold, predictions are scored in bag order and folds are
+// reported in order.
 package eval
 
 import (
@@ -30,6 +32,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/folds"
@@ -104,7 +109,8 @@ type FoldResult struct {
 	TrainSeconds float64 `json:"train_seconds"`
 	// TrainCPUSeconds is the process CPU time the fit used (all its
 	// goroutines; nothing else of the protocol runs during a fit), absent
-	// where the platform does not report it.
+	// where the platform does not report it and when fits ran concurrently
+	// (the process clock cannot tell them apart).
 	TrainCPUSeconds float64            `json:"train_cpu_seconds,omitempty"`
 	AnnotateSeconds float64            `json:"annotate_seconds"`
 	Metrics         map[string]float64 `json:"metrics"`
@@ -138,11 +144,14 @@ type Report struct {
 	// reported for binary MIL data (one class) only.
 	BagAccuracy *Stat `json:"bag_accuracy,omitempty"`
 
-	TrainSeconds     float64      `json:"train_seconds"`
-	FoldTrainSeconds []float64    `json:"fold_train_seconds"`
-	TrainCPUSeconds  float64      `json:"train_cpu_seconds,omitempty"`
-	AnnotateSeconds  float64      `json:"annotate_seconds"`
-	FoldResults      []FoldResult `json:"fold_results"`
+	TrainSeconds     float64   `json:"train_seconds"`
+	FoldTrainSeconds []float64 `json:"fold_train_seconds"`
+	// TrainCPUSeconds is the sum of the folds' TrainCPUSeconds; when fits
+	// ran concurrently, the process CPU time of the whole run (fits and
+	// annotation) instead.
+	TrainCPUSeconds float64      `json:"train_cpu_seconds,omitempty"`
+	AnnotateSeconds float64      `json:"annotate_seconds"`
+	FoldResults     []FoldResult `json:"fold_results"`
 }
 
 // Measure returns the named measure (a metrics name), or nil.
@@ -287,6 +296,13 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 			FoldTrainSeconds: make([]float64, 0, len(tasks)),
 		}
 	}
+	if len(variants) == 1 {
+		if err := runConcurrent(ctx, kind, data, cfg, tasks, reps[0]); err != nil {
+			return nil, err
+		}
+		aggregate(reps[0], len(data.Classes) == 1)
+		return reps, nil
+	}
 	done, total := 0, len(tasks)*len(variants)
 	for _, t := range tasks {
 		for _, rep := range reps {
@@ -295,7 +311,7 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 			}
 			c := cfg
 			c.Params = rep.Params
-			fr, err := runTask(ctx, kind, data, c, t)
+			fr, err := runTask(ctx, kind, data, c, t, true)
 			if err != nil {
 				return nil, fmt.Errorf("%s repeat %d fold %d: %w", kind.Name, t.repeat, t.fold, err)
 			}
@@ -357,7 +373,86 @@ func aggregate(rep *Report, binary bool) {
 	}
 }
 
-func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config, t task) (FoldResult, error) {
+// runConcurrent runs the fits of one parameter set up to the worker budget
+// at a time, each with Workers = budget / fits at once, and fills rep in
+// task order. The first failing task in task order is reported; the others
+// are cancelled.
+func runConcurrent(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config, tasks []task, rep *Report) error {
+	budget := cfg.Workers
+	if budget <= 0 {
+		budget = runtime.GOMAXPROCS(0)
+	}
+	parallel := max(1, min(budget, len(tasks)))
+	c := cfg
+	c.Params = rep.Params
+	c.Workers = max(1, budget/parallel)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]FoldResult, len(tasks))
+	errs := make([]error, len(tasks))
+	var mu sync.Mutex // serialises the Progress callback
+	done := 0
+	var next atomic.Int64
+	cpu0, cpuOK := processCPU()
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= len(tasks) || rctx.Err() != nil {
+					return
+				}
+				t := tasks[j]
+				fr, err := runTask(rctx, kind, data, c, t, parallel == 1)
+				if err != nil {
+					errs[j] = fmt.Errorf("%s repeat %d fold %d: %w", kind.Name, t.repeat, t.fold, err)
+					cancel()
+					return
+				}
+				cfg.Logger.Debug("fold done", "model", kind.Name, "params", rep.Params, "repeat", t.repeat, "fold", t.fold,
+					"train_seconds", fr.TrainSeconds, "metrics", fr.Metrics)
+				results[j] = fr
+				mu.Lock()
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, len(tasks))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The first task that failed by itself, not by the cancellation it
+	// caused in the others.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, fr := range results {
+		rep.FoldResults = append(rep.FoldResults, fr)
+		rep.FoldTrainSeconds = append(rep.FoldTrainSeconds, fr.TrainSeconds)
+		rep.TrainSeconds += fr.TrainSeconds
+		rep.TrainCPUSeconds += fr.TrainCPUSeconds
+		rep.AnnotateSeconds += fr.AnnotateSeconds
+	}
+	if cpu1, ok := processCPU(); parallel > 1 && ok && cpuOK {
+		rep.TrainCPUSeconds = (cpu1 - cpu0).Seconds()
+	}
+	return nil
+}
+
+// runTask fits and scores one task; measureCPU is false when other fits run
+// at the same time (the process CPU clock would count theirs too).
+func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config, t task, measureCPU bool) (FoldResult, error) {
 	fr := FoldResult{Repeat: t.repeat, Fold: t.fold, FitSeed: mixSeed(cfg.Seed, t.repeat, t.fold),
 		TrainBags: len(t.train), TestBags: len(t.test)}
 	// Training bags keep their instance labels: the weakly supervised models
@@ -370,7 +465,7 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 		return fr, fmt.Errorf("fit: %w", err)
 	}
 	fr.TrainSeconds = time.Since(start).Seconds()
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := processCPU(); ok && cpuOK && measureCPU {
 		fr.TrainCPUSeconds = (cpu1 - cpu0).Seconds()
 	}
 

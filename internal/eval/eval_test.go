@@ -78,7 +78,11 @@ func TestRunInductive(t *testing.T) {
 		t.Fatalf("%d fold results, %d fold times, want %d", len(rep.FoldResults), len(rep.FoldTrainSeconds), k)
 	}
 	want := map[string][]float64{}
-	fits := rec.Fits()
+	// Fits run concurrently: find each fold's fit by its seed.
+	fits := map[int64]evaltest.Fit{}
+	for _, fit := range rec.Fits() {
+		fits[fit.Seed] = fit
+	}
 	for f, test := range split {
 		a, b := 0.0, 0.0
 		inTest := map[string]bool{}
@@ -101,10 +105,11 @@ func TestRunInductive(t *testing.T) {
 		if fr.TestBags != len(test) || fr.TrainBags != n-len(test) {
 			t.Errorf("fold %d: %d train / %d test bags, want %d / %d", f, fr.TrainBags, fr.TestBags, n-len(test), len(test))
 		}
-		if len(fits[f].Train) != n-len(test) {
-			t.Errorf("fold %d: fit on %d bags, want %d", f, len(fits[f].Train), n-len(test))
+		fit, ok := fits[fr.FitSeed]
+		if !ok || len(fit.Train) != n-len(test) {
+			t.Errorf("fold %d: fit on %d bags, want %d", f, len(fit.Train), n-len(test))
 		}
-		for _, id := range fits[f].Train {
+		for _, id := range fit.Train {
 			if inTest[id] {
 				t.Errorf("fold %d: test bag %s was in the training set", f, id)
 			}

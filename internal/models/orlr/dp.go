@@ -42,8 +42,15 @@ var errDegenerate = errors.New("degenerate dynamic programme")
 // distribution over the unions of the first i labels), so no entry that
 // matters underflows however many instances the bag has; a bag whose label
 // is (numerically) impossible under the model falls back to log space.
+//
+// Optional classes: bits set in opt mark bag-label classes that may be
+// absent from the union (the unknown class, which every bag allows but no
+// bag requires). The accepted unions are then F = {full \ s : s ⊆ opt}, the
+// likelihood sums p(Y^n = L) over F and eq. 19 sums over the L in F that
+// contain c; with opt = 0, F = {full}, the paper's programme.
 type dpWork struct {
 	k          int
+	opt        int // optional classes, as a mask; set per bag by bagPosteriors
 	cur, next  []float64
 	u, v, diag []float64
 }
@@ -112,6 +119,24 @@ func (d *dpWork) posteriors(alg Algorithm, q, lq, post [][]float64) (float64, er
 	return ll, err
 }
 
+// accepted calls f for every accepted final union L (see dpWork).
+func (d *dpWork) accepted(f func(L int)) {
+	full := 1<<d.k - 1
+	for s := d.opt; ; s = (s - 1) & d.opt {
+		f(full &^ s)
+		if s == 0 {
+			return
+		}
+	}
+}
+
+// mass returns Σ_{L∈F} p[L].
+func (d *dpWork) mass(p []float64) float64 {
+	t := 0.0
+	d.accepted(func(L int) { t += p[L] })
+	return t
+}
+
 // fas is Algorithm 2: one forward pass for u = p(Y^n=·), then for every
 // instance i solve u = A v (Proposition 3) for v = p(Y^{\i}=·) by forward
 // substitution, then eq. 19 for the posteriors.
@@ -120,7 +145,8 @@ func (d *dpWork) fas(q, post [][]float64) (float64, error) {
 	d.run(q, -1)
 	copy(d.u, d.cur)
 	u, v, diag := d.u, d.v, d.diag
-	if !(u[full] > minUsable) {
+	like := d.mass(u)
+	if !(like > minUsable) {
 		return 0, errDegenerate
 	}
 	n := len(q)
@@ -151,15 +177,14 @@ func (d *dpWork) fas(q, post [][]float64) (float64, error) {
 			return 0, err
 		}
 	}
-	return math.Log(u[full]), nil
+	return math.Log(like), nil
 }
 
 // forward is Algorithm 1: for every instance, rerun the recursion over the
 // other instances, then apply eq. 19.
 func (d *dpWork) forward(q, post [][]float64) (float64, error) {
-	full := 1<<d.k - 1
 	d.run(q, -1)
-	ll := d.cur[full]
+	ll := d.mass(d.cur)
 	if !(ll > minUsable) {
 		return 0, errDegenerate
 	}
@@ -172,13 +197,20 @@ func (d *dpWork) forward(q, post [][]float64) (float64, error) {
 	return math.Log(ll), nil
 }
 
-// finish applies eq. 19, p(y_i=c, Y) = q_c [p(Y^{\i}=Y) + p(Y^{\i}=Y\c)],
-// and normalises over c (eq. 11).
+// finish applies eq. 19, p(y_i=c, Y) = q_c [p(Y^{\i}=Y) + p(Y^{\i}=Y\c)]
+// summed over the accepted unions Y that contain c, and normalises over c
+// (eq. 11).
 func (d *dpWork) finish(qi, rest, out []float64) error {
-	full := 1<<d.k - 1
 	s := 0.0
 	for c := range out {
-		out[c] = qi[c] * (rest[full] + rest[full&^(1<<c)])
+		bit := 1 << c
+		t := 0.0
+		d.accepted(func(L int) {
+			if L&bit != 0 {
+				t += rest[L] + rest[L&^bit]
+			}
+		})
+		out[c] = qi[c] * t
 		s += out[c]
 	}
 	if !(s > 0) || math.IsInf(s, 0) {
@@ -219,8 +251,10 @@ func (d *dpWork) logForward(lq, post [][]float64) (float64, error) {
 			cur, next = next, cur
 		}
 	}
+	var acc []float64
 	run(-1)
-	ll := cur[full]
+	d.accepted(func(L int) { acc = append(acc, cur[L]) })
+	ll := logSumExp(acc)
 	if math.IsInf(ll, -1) || math.IsNaN(ll) {
 		return 0, fmt.Errorf("bag label has zero probability under the model")
 	}
@@ -228,7 +262,14 @@ func (d *dpWork) logForward(lq, post [][]float64) (float64, error) {
 		run(i)
 		out := post[i]
 		for c := range out {
-			out[c] = lq[i][c] + logAddExp(cur[full], cur[full&^(1<<c)])
+			bit := 1 << c
+			acc = acc[:0]
+			d.accepted(func(L int) {
+				if L&bit != 0 {
+					acc = append(acc, logAddExp(cur[L], cur[L&^bit]))
+				}
+			})
+			out[c] = lq[i][c] + logSumExp(acc)
 		}
 		lse := logSumExp(out)
 		for c := range out {
@@ -284,9 +325,20 @@ func (s *bagScratch) dp(k int) *dpWork {
 // instances (n × C) and its label set: post[i][j] = p(y_i = labels[j] | Y, X).
 // It returns log p(Y | X, w) (eq. 5).
 func bagPosteriors(s *bagScratch, alg Algorithm, logits [][]float64, labels []int, post [][]float64) (float64, error) {
+	return bagPosteriorsOpt(s, alg, logits, labels, 0, post)
+}
+
+// bagPosteriorsOpt is bagPosteriors where the classes labels[j] with bit j
+// set in opt may be absent from the union of the instance labels (the
+// unknown class): it returns log p(∪y ∩ R = R, ∪y ⊆ labels | X) with R the
+// required classes, and the posteriors given that event.
+func bagPosteriorsOpt(s *bagScratch, alg Algorithm, logits [][]float64, labels []int, opt int, post [][]float64) (float64, error) {
 	n, k := len(logits), len(labels)
 	if k == 0 {
 		return 0, errors.New("empty bag label")
+	}
+	if opt>>k != 0 {
+		return 0, fmt.Errorf("optional-class mask %b outside %d classes", opt, k)
 	}
 	for len(s.q) < n {
 		s.q = append(s.q, nil)
@@ -310,7 +362,9 @@ func bagPosteriors(s *bagScratch, alg Algorithm, logits [][]float64, labels []in
 			q[j] = math.Exp(lq[j])
 		}
 	}
-	l, err := s.dp(k).posteriors(alg, s.q[:n], s.lq[:n], post)
+	d := s.dp(k)
+	d.opt = opt
+	l, err := d.posteriors(alg, s.q[:n], s.lq[:n], post)
 	if err != nil {
 		return 0, err
 	}

@@ -7,12 +7,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
@@ -27,14 +29,26 @@ type trace struct {
 	// LogLik[k] is the log-likelihood Σ_b log p(Y_b|X_b, w^(k)) of the bags
 	// used at iteration k, computed by the E-step.
 	LogLik []float64
-	Bags   int
+	// Objective[k] is LogLik[k] − N·(l2/2)‖W^(k)‖² (N the instances of
+	// the bags used, bias not penalised): the quantity EM with an L2
+	// penalty increases, equal to LogLik when l2 = 0.
+	Objective []float64
+	Bags      int
+	// MSteps[k] is the number of optimizer iterations of the k-th M-step,
+	// Evaluations the objective-and-gradient evaluations of all of them.
+	MSteps      []int
+	Evaluations int
 }
 
 // trainBag is a labeled training bag after validation and pruning; its
 // instances are rows [start, start+n) of the design matrix.
 type trainBag struct {
 	start, n int
-	labels   []int
+	// labels are the classes the E-step allows (the bag label, plus the
+	// unknown class when the model has one); bits of opt mark those that
+	// may be absent (the unknown class, unless the bag label names it).
+	labels []int
+	opt    int
 }
 
 func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model, *trace, error) {
@@ -42,10 +56,12 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, dim := len(train.Classes), train.Dim
-	if nc == 0 || dim <= 0 {
-		return nil, nil, fmt.Errorf("orlr: dataset has %d classes and dimension %d", nc, dim)
+	dim := train.Dim
+	if len(train.Classes) == 0 || dim <= 0 {
+		return nil, nil, fmt.Errorf("orlr: dataset has %d classes and dimension %d", len(train.Classes), dim)
 	}
+	classes, unk := modelClasses(train.Classes, cfg.Unknown)
+	nc := len(classes)
 	bags, err := selectBags(train, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -58,20 +74,37 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	var xs [][]float64
 	var tb []trainBag
 	for _, b := range bags {
-		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: b.Labels})
+		labels, optional := allowedClasses(b.Labels, unk)
+		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: labels, opt: optional})
 		xs = append(xs, b.Instances...)
 	}
 
-	m := &Model{cfg: cfg, meta: models.Meta{Kind: Name, Classes: train.Classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
+	m := &Model{cfg: cfg,
+		meta: models.Meta{Kind: Name, Classes: classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
 	warm, ok := opt.Warm.(*Model)
 	if opt.Warm != nil && !ok {
 		slog.Warn("orlr: warm-start model is not an orlr model; starting from zero", "kind", opt.Warm.Meta().Kind)
 	}
-	if warm != nil && !warm.sameShape(train, cfg) {
+	if warm != nil && !warm.sameShape(classes, dim, cfg) {
 		slog.Warn("orlr: warm-start model has another shape; starting from zero")
 		warm = nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6f726c72))
+	// The feature transform is fitted on the training instances, or kept
+	// from the warm model so that its weights (and kernel dictionary) keep
+	// their meaning.
+	if warm != nil {
+		m.scaler = warm.scaler
+	} else if m.scaler, err = fitScaler(cfg.Scale, xs, dim); err != nil {
+		return nil, nil, err
+	}
+	if m.scaler != nil {
+		scaled := make([][]float64, len(xs))
+		for i, x := range xs {
+			scaled[i] = m.scaler.Apply(make([]float64, dim), x)
+		}
+		xs = scaled
+	}
 	features := xs
 	if cfg.Kernel == KernelRBF {
 		if warm != nil {
@@ -101,7 +134,10 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	tr := &trace{Bags: len(tb)}
 	em := &emState{cfg: cfg, prob: prob, bags: tb, lr: m.lr, workers: opt.Workers}
 	step := 0.0
-	prevLL := math.Inf(-1)
+	// One L-BFGS serves every M-step: its curvature pairs carry over from
+	// one EM iteration to the next (see softmax.LBFGS).
+	var lbfgs softmax.LBFGS
+	prevObj := math.Inf(-1)
 	for it := 0; it < cfg.Iters; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -112,16 +148,24 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 			return nil, nil, err
 		}
 		tr.LogLik = append(tr.LogLik, ll)
+		obj := ll - float64(em.rows(active))*penalty(cfg.L2, m.lr)
+		tr.Objective = append(tr.Objective, obj)
 		mp := em.mProblem(active)
 		var surrogate float64
 		switch cfg.MStep {
 		case MStepLBFGS:
 			// Also a GEM step: every accepted L-BFGS step increases g.
-			surrogate, err = mp.MaximizeLBFGS(ctx, m.lr.W, cfg.MSteps, 1e-9)
+			var res softmax.LBFGSResult
+			res, err = lbfgs.Maximize(ctx, mp, m.lr.W, cfg.MSteps, 1e-9, cfg.MTol)
+			surrogate = res.Value
+			tr.MSteps = append(tr.MSteps, res.Iterations)
+			tr.Evaluations += res.Evaluations
 		default:
 			var res softmax.AscendResult
-			res, err = mp.Ascend(ctx, m.lr.W, cfg.MSteps, 0, step)
+			res, err = mp.Ascend(ctx, m.lr.W, cfg.MSteps, cfg.MTol, step)
 			surrogate, step = res.Value, res.StepSize
+			tr.MSteps = append(tr.MSteps, res.Steps)
+			tr.Evaluations += res.Evaluations
 		}
 		if err != nil {
 			return nil, nil, err
@@ -130,43 +174,91 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 			opt.Progress(it+1, cfg.Iters)
 		}
 		slog.Debug("orlr EM", "iter", it+1, "loglik", ll, "surrogate", surrogate)
-		if cfg.Tol > 0 && cfg.Subset == 1 && ll-prevLL <= cfg.Tol*math.Abs(ll) {
+		if cfg.Tol > 0 && cfg.Subset == 1 && obj-prevObj <= cfg.Tol*math.Abs(obj) {
 			break
 		}
-		prevLL = ll
+		prevObj = obj
 	}
 	return m, tr, nil
 }
 
-func (m *Model) sameShape(train *mil.Dataset, cfg Config) bool {
-	if m.meta.Dim != train.Dim || len(m.meta.Classes) != len(train.Classes) {
+// modelClasses returns the model's vocabulary and the index of its unknown
+// class (-1 without one): with unknown, the data's class named UnknownClass
+// if it has one (Pham's novel-class files do), else that name appended.
+func modelClasses(classes []string, unknown bool) ([]string, int) {
+	if !unknown {
+		return classes, -1
+	}
+	if i := slices.Index(classes, UnknownClass); i >= 0 {
+		return classes, i
+	}
+	return append(slices.Clip(classes), UnknownClass), len(classes)
+}
+
+// allowedClasses returns the classes the E-step allows for a bag label and
+// the mask of those that may be absent: the unknown class unk is appended
+// as optional unless the label names it (then it is required, like any
+// class of the label).
+func allowedClasses(labels []int, unk int) ([]int, int) {
+	if unk < 0 || slices.Contains(labels, unk) {
+		return labels, 0
+	}
+	return append(slices.Clip(labels), unk), 1 << len(labels)
+}
+
+func (m *Model) sameShape(classes []string, dim int, cfg Config) bool {
+	if m.meta.Dim != dim || !slices.Equal(m.meta.Classes, classes) {
 		return false
 	}
-	for i, c := range m.meta.Classes {
-		if train.Classes[i] != c {
-			return false
-		}
+	if (m.kern != nil) != (cfg.Kernel == KernelRBF) {
+		return false
 	}
-	return (m.kern != nil) == (cfg.Kernel == KernelRBF)
+	// The warm model's transform is reused: it must be the one asked for.
+	mode := ovr.ScaleNone
+	if m.scaler != nil {
+		mode, _ = ovr.ParseScaling(string(m.scaler.Mode))
+	}
+	return string(mode) == cfg.Scale
+}
+
+// fitScaler returns the transform named by mode fitted on xs, or nil for
+// none (the model then reads raw features, as models older than the option).
+func fitScaler(mode string, xs [][]float64, dim int) (*ovr.Scaler, error) {
+	if mode == string(ovr.ScaleNone) {
+		return nil, nil
+	}
+	sc, err := ovr.FitScaler(ovr.Scaling(mode), xs, dim)
+	if err != nil {
+		return nil, fmt.Errorf("orlr: %w", err)
+	}
+	return &sc, nil
 }
 
 // selectBags validates the labeled bags, drops the pruned ones (Section
 // 6.6.1) and enforces the label-set limit.
 func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
+	_, unk := modelClasses(train.Classes, cfg.Unknown)
 	var bags []*mil.Bag
-	impossible := 0
+	impossible, empty, labeled := 0, 0, 0
+	var firstEmpty string
 	for i := range train.Bags {
 		b := &train.Bags[i]
 		if !b.Labeled() {
 			continue // no bag label, no information for the EM
 		}
+		labeled++
 		if err := b.Validate(train.Dim, len(train.Classes)); err != nil {
 			return nil, fmt.Errorf("orlr: %w: %w", models.ErrBadInput, err)
 		}
-		if len(b.Labels) == 0 {
+		if len(b.Labels) == 0 && unk < 0 {
 			// Under the union model a non-empty bag cannot have an empty
-			// label: binary MIL data needs an explicit negative class.
-			return nil, fmt.Errorf("orlr: %w: bag %q has an empty label set, impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID)
+			// label unless some class covers instances of no known class.
+			// Counted, so that one error describes the whole data set.
+			if empty == 0 {
+				firstEmpty = b.ID
+			}
+			empty++
+			continue
 		}
 		if len(b.Labels) > len(b.Instances) {
 			// n instances carry at most n classes: the bag has probability
@@ -176,12 +268,19 @@ func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
 		}
 		bags = append(bags, b)
 	}
+	if empty > 0 {
+		return nil, fmt.Errorf("orlr: %w: %d of the %d labeled training bags (the first %q) have an empty label set, "+
+			"impossible when the bag label is the union of the instance labels; "+
+			"--param unknown=true adds a class %q for instances of no known class, which makes them valid",
+			models.ErrBadInput, empty, labeled, firstEmpty, UnknownClass)
+	}
 	if impossible > 0 {
 		slog.Warn("orlr: skipping bags with more labels than instances", "bags", impossible)
 	}
 	if cfg.Prune > 0 {
 		cost := func(b *mil.Bag) float64 {
-			k := float64(len(b.Labels))
+			labels, _ := allowedClasses(b.Labels, unk)
+			k := float64(len(labels))
 			return float64(len(b.Instances)) * k * math.Exp2(k)
 		}
 		order := make([]int, len(bags))
@@ -240,6 +339,9 @@ func (e *emState) sample(rng *rand.Rand) []int {
 func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 	nc := e.lr.Classes
 	d1 := e.lr.Dim + 1
+	// The M-step's last evaluation computed the logits at these weights
+	// (nil after a stochastic or failed M-step, or before the first one).
+	cached := e.prob.CachedLogits(e.lr.W)
 	lls := make([]float64, len(active))
 	workers := e.workers
 	if workers <= 0 {
@@ -254,7 +356,7 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 		go func(w int) {
 			defer wg.Done()
 			s := newBagScratch()
-			var logits, post [][]float64
+			var logits, view, post [][]float64
 			for {
 				a := int(next.Add(1) - 1)
 				if a >= len(active) || ctx.Err() != nil {
@@ -264,17 +366,23 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 				k := len(b.labels)
 				for len(logits) < b.n {
 					logits = append(logits, make([]float64, nc))
+					view = append(view, nil)
 					post = append(post, nil)
 				}
 				for i := 0; i < b.n; i++ {
 					row := b.start + i
-					e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+					if cached != nil {
+						view[i] = cached[row*nc : (row+1)*nc]
+					} else {
+						e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+						view[i] = logits[i]
+					}
 					if cap(post[i]) < k {
 						post[i] = make([]float64, k)
 					}
 					post[i] = post[i][:k]
 				}
-				ll, err := bagPosteriors(s, e.cfg.EStep, logits[:b.n], b.labels, post[:b.n])
+				ll, err := bagPosteriorsOpt(s, e.cfg.EStep, view[:b.n], b.labels, b.opt, post[:b.n])
 				if err != nil {
 					errs[w] = fmt.Errorf("orlr: E-step: %w", err)
 					return
@@ -304,6 +412,30 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 		total += v
 	}
 	return total, nil
+}
+
+// rows returns the number of instances of the active bags.
+func (e *emState) rows(active []int) int {
+	n := 0
+	for _, a := range active {
+		n += e.bags[a].n
+	}
+	return n
+}
+
+// penalty returns (l2/2)‖W‖² without the biases, the M-step's penalty.
+func penalty(l2 float64, lr *softmax.Model) float64 {
+	if l2 == 0 {
+		return 0
+	}
+	s := 0.0
+	d := lr.Dim
+	for c := range lr.Classes {
+		for _, v := range lr.W[c*(d+1) : c*(d+1)+d] {
+			s += v * v
+		}
+	}
+	return l2 / 2 * s
 }
 
 // mProblem returns the M-step objective over the active bags: the whole

@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 )
 
 // rbf is the kernel feature map of Section 4.3: k(x) = [K(x, d_1) … K(x, d_S)]
@@ -77,8 +79,11 @@ func (k *rbf) mapInto(x, out []float64) {
 	}
 }
 
-// id is a stable identifier of the map: the hash of δ and the dictionary.
-func (k *rbf) id() string {
+// id is a stable identifier of the map from raw features: the hash of δ,
+// the dictionary and, when there is one, the scaler applied before the
+// kernel (absent from the hash when nil, so models written before scaling
+// existed keep their identifier).
+func (k *rbf) id(sc *ovr.Scaler) string {
 	h := sha256.New()
 	var b [8]byte
 	put := func(v float64) {
@@ -92,6 +97,13 @@ func (k *rbf) id() string {
 		put(float64(len(d)))
 		for _, v := range d {
 			put(v)
+		}
+	}
+	if sc != nil {
+		h.Write([]byte("scaler:" + string(sc.Mode)))
+		for j := range sc.Mean {
+			put(sc.Mean[j])
+			put(sc.Scale[j])
 		}
 	}
 	return "rbf-" + hex.EncodeToString(h.Sum(nil)[:12])

@@ -11,15 +11,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
 // Name is the kind name.
 const Name = "orlr"
+
+// UnknownClass names the class of instances that belong to no class of the
+// vocabulary (parameter unknown=true). A data set may carry it in its
+// vocabulary (the loaders of Pham et al.'s novel-class files name their
+// merged novel class so); otherwise the model appends it to its classes.
+const UnknownClass = "unknown"
 
 // Kind returns the ORed-LR model kind.
 func Kind() models.Kind {
@@ -37,10 +45,19 @@ func Kind() models.Kind {
 
 // Model is a fitted ORed-LR model. It is immutable and safe for concurrent use.
 type Model struct {
-	meta models.Meta
-	cfg  Config
-	lr   *softmax.Model // over the mapped features
-	kern *rbf           // nil for the linear model
+	meta   models.Meta
+	cfg    Config
+	scaler *ovr.Scaler    // nil: raw features (scale=none, or a model older than the option)
+	lr     *softmax.Model // over the mapped features
+	kern   *rbf           // nil for the linear model; its dictionary holds scaled instances
+}
+
+// unknownClass returns the index of the unknown class, -1 without one.
+func (m *Model) unknownClass() int {
+	if !m.cfg.Unknown {
+		return -1
+	}
+	return slices.Index(m.meta.Classes, UnknownClass)
 }
 
 var (
@@ -50,7 +67,10 @@ var (
 
 // state is the serialized form (MarshalState / Decode).
 type state struct {
-	Config  Config         `json:"config"`
+	Config Config `json:"config"`
+	// Scaler is absent for scale=none and in states written before feature
+	// scaling existed: both mean raw features.
+	Scaler  *ovr.Scaler    `json:"scaler,omitempty"`
 	Softmax *softmax.Model `json:"softmax"`
 	Kernel  *rbf           `json:"kernel,omitempty"`
 }
@@ -63,7 +83,7 @@ func (m *Model) Config() Config { return m.cfg }
 
 // MarshalState encodes the parameters as JSON.
 func (m *Model) MarshalState() ([]byte, error) {
-	return json.Marshal(state{Config: m.cfg, Softmax: m.lr, Kernel: m.kern})
+	return json.Marshal(state{Config: m.cfg, Scaler: m.scaler, Softmax: m.lr, Kernel: m.kern})
 }
 
 // Decode rebuilds a model from MarshalState output.
@@ -75,6 +95,9 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	if s.Softmax == nil {
 		return nil, fmt.Errorf("orlr: state has no parameters")
 	}
+	if s.Config.Scale == "" {
+		s.Config.Scale = string(ovr.ScaleNone) // written before the option: raw features
+	}
 	if err := s.Config.Validate(); err != nil {
 		return nil, err
 	}
@@ -83,6 +106,22 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	}
 	if s.Softmax.Classes != len(meta.Classes) {
 		return nil, fmt.Errorf("orlr: %d classes in the parameters, %d in the metadata", s.Softmax.Classes, len(meta.Classes))
+	}
+	if s.Config.Unknown && !slices.Contains(meta.Classes, UnknownClass) {
+		return nil, fmt.Errorf("orlr: model with an unknown class has no class named %q", UnknownClass)
+	}
+	if s.Scaler != nil {
+		if _, err := ovr.ParseScaling(string(s.Scaler.Mode)); err != nil {
+			return nil, fmt.Errorf("orlr: scaler: %w", err)
+		}
+		if len(s.Scaler.Mean) != meta.Dim || len(s.Scaler.Scale) != meta.Dim {
+			return nil, fmt.Errorf("orlr: scaler of dimension %d/%d, want %d", len(s.Scaler.Mean), len(s.Scaler.Scale), meta.Dim)
+		}
+		for j, v := range s.Scaler.Scale {
+			if !(v > 0) || math.IsInf(v, 0) || math.IsNaN(s.Scaler.Mean[j]) || math.IsInf(s.Scaler.Mean[j], 0) {
+				return nil, fmt.Errorf("orlr: scaler feature %d: mean %v, scale %v", j, s.Scaler.Mean[j], v)
+			}
+		}
 	}
 	want := meta.Dim
 	if s.Kernel != nil {
@@ -99,21 +138,21 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	if s.Softmax.Dim != want {
 		return nil, fmt.Errorf("orlr: parameters over %d features, want %d", s.Softmax.Dim, want)
 	}
-	return &Model{meta: meta, cfg: s.Config, lr: s.Softmax, kern: s.Kernel}, nil
+	return &Model{meta: meta, cfg: s.Config, scaler: s.Scaler, lr: s.Softmax, kern: s.Kernel}, nil
 }
 
 // FeatureSpace identifies the instance mapping for the annotator's feature
-// cache: the hash of the kernel width and dictionary, "" for the linear
-// model (its map is the identity, not worth caching).
+// cache: the hash of the scaler, kernel width and dictionary, "" for the
+// linear model (its map is at most an affine transform, not worth caching).
 func (m *Model) FeatureSpace() string {
 	if m.kern == nil {
 		return ""
 	}
-	return m.kern.id()
+	return m.kern.id(m.scaler)
 }
 
 // MapInstance returns the features the linear part of the model sees: x
-// itself (copied) for the linear model, k(x) for the kernel model.
+// scaled (a copy) for the linear model, k(scaled x) for the kernel model.
 func (m *Model) MapInstance(x []float64) ([]float64, error) {
 	if len(x) != m.meta.Dim {
 		return nil, fmt.Errorf("%w: %w (got %d, want %d)", models.ErrBadInput, mil.ErrDimension, len(x), m.meta.Dim)
@@ -123,11 +162,15 @@ func (m *Model) MapInstance(x []float64) ([]float64, error) {
 			return nil, fmt.Errorf("%w: feature %d: %w", models.ErrBadInput, j, mil.ErrNonFinite)
 		}
 	}
+	z := append([]float64(nil), x...)
+	if m.scaler != nil {
+		z = m.scaler.Apply(z, x)
+	}
 	if m.kern == nil {
-		return append([]float64(nil), x...), nil
+		return z, nil
 	}
 	out := make([]float64, len(m.kern.Dict))
-	m.kern.mapInto(x, out)
+	m.kern.mapInto(z, out)
 	return out, nil
 }
 
@@ -176,7 +219,7 @@ func (m *Model) annotate(ctx context.Context, b *mil.Bag, mapped [][]float64, mo
 	}
 	switch mode {
 	case models.Inductive:
-		return inductive(logits), nil
+		return inductive(logits, m.unknownClass()), nil
 	case models.Transductive:
 		return m.transductive(b, logits)
 	}
@@ -188,8 +231,10 @@ func (m *Model) annotate(ctx context.Context, b *mil.Bag, mapped [][]float64, mo
 // model's own assumptions (independent instance labels, bag label = union)
 // this is exactly p(c ∈ Y | X), so it ranks classes by the probability the
 // model assigns to their presence, using every instance (the paper's
-// max_i p_ic keeps only one).
-func inductive(logits [][]float64) models.Annotation {
+// max_i p_ic keeps only one). The unknown class unk (-1: none) may label
+// instances but is no bag label: bag labels name known classes, so it is
+// left out of the union and scores 0.
+func inductive(logits [][]float64, unk int) models.Annotation {
 	nc := len(logits[0])
 	a := models.Annotation{
 		InstanceLabels: make([]int, len(logits)),
@@ -212,14 +257,21 @@ func inductive(logits [][]float64) models.Annotation {
 	for c := range nc {
 		a.BagScores[c] = -math.Expm1(logAbsent[c])
 	}
+	if unk >= 0 {
+		a.BagScores[unk] = 0
+		present[unk] = false
+	}
 	a.BagLabels = union(present)
 	return a
 }
 
 // transductive applies eq. 27: y_i = argmax_c p(y_i=c, Y | X), which is the
-// E-step posterior; classes outside the known bag label score 0.
+// E-step posterior; classes outside the known bag label (and the unknown
+// class, when the model has one) score 0. With an unknown class an empty
+// bag label is valid: every instance is unknown.
 func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation, error) {
-	if !b.Labeled() || len(b.Labels) == 0 {
+	unk := m.unknownClass()
+	if !b.Labeled() || (len(b.Labels) == 0 && unk < 0) {
 		return models.Annotation{}, fmt.Errorf("%w: bag %q: transductive annotation needs a non-empty bag label", models.ErrBadInput, b.ID)
 	}
 	if len(b.Labels) > m.cfg.MaxLabels {
@@ -229,12 +281,13 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 		return models.Annotation{}, fmt.Errorf("%w: bag %q has %d labels but %d instances: impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID, len(b.Labels), len(logits))
 	}
 	nc := len(m.meta.Classes)
-	k := len(b.Labels)
+	allowed, opt := allowedClasses(b.Labels, unk)
+	k := len(allowed)
 	post := make([][]float64, len(logits))
 	for i := range post {
 		post[i] = make([]float64, k)
 	}
-	if _, err := bagPosteriors(newBagScratch(), FAS, logits, b.Labels, post); err != nil {
+	if _, err := bagPosteriorsOpt(newBagScratch(), FAS, logits, allowed, opt, post); err != nil {
 		return models.Annotation{}, fmt.Errorf("orlr: bag %q: %w", b.ID, err)
 	}
 	a := models.Annotation{
@@ -246,19 +299,22 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 	for i, p := range post {
 		s := make([]float64, nc)
 		best := 0
-		for j, c := range b.Labels {
+		for j, c := range allowed {
 			s[c] = p[j]
 			if p[j] > p[best] {
 				best = j
 			}
 		}
 		a.InstanceScores[i] = s
-		a.InstanceLabels[i] = b.Labels[best]
-		present[b.Labels[best]] = true
+		a.InstanceLabels[i] = allowed[best]
+		present[allowed[best]] = true
 	}
 	// The bag label is given: its classes are present with certainty.
 	for _, c := range b.Labels {
 		a.BagScores[c] = 1
+	}
+	if unk >= 0 && !b.HasLabel(unk) {
+		present[unk] = false // not a bag label (see inductive)
 	}
 	a.BagLabels = union(present)
 	return a, nil

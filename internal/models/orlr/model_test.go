@@ -37,6 +37,7 @@ func TestEMLogLikelihoodNonDecreasing(t *testing.T) {
 		params models.Params
 	}{
 		{"linear fas", models.Params{"iters": "30"}},
+		{"linear gd, no penalty", models.Params{"iters": "30", "mstep": "gd", "l2": "0"}},
 		{"linear forward l2", models.Params{"iters": "30", "estep": "forward", "l2": "0.01"}},
 		{"rbf", models.Params{"iters": "20", "kernel": "rbf", "dict_frac": "0.3"}},
 		{"one M-step", models.Params{"iters": "30", "msteps": "1"}},
@@ -48,14 +49,16 @@ func TestEMLogLikelihoodNonDecreasing(t *testing.T) {
 			if len(tr.LogLik) < 2 {
 				t.Fatalf("trace %v", tr.LogLik)
 			}
-			for k := 1; k < len(tr.LogLik); k++ {
-				// GEM guarantees l(w^(k+1)) >= l(w^(k)); allow rounding.
-				if tr.LogLik[k] < tr.LogLik[k-1]-1e-9*math.Abs(tr.LogLik[k-1]) {
-					t.Fatalf("log-likelihood decreased at iteration %d: %v -> %v", k, tr.LogLik[k-1], tr.LogLik[k])
+			// GEM guarantees l(w^(k+1)) − pen(w^(k+1)) >= l(w^(k)) − pen(w^(k))
+			// (the log-likelihood itself with l2 = 0); allow rounding.
+			obj := tr.Objective
+			for k := 1; k < len(obj); k++ {
+				if obj[k] < obj[k-1]-1e-9*math.Abs(obj[k-1]) {
+					t.Fatalf("penalized log-likelihood decreased at iteration %d: %v -> %v", k, obj[k-1], obj[k])
 				}
 			}
-			if tr.LogLik[len(tr.LogLik)-1] <= tr.LogLik[0] {
-				t.Errorf("EM made no progress: %v", tr.LogLik)
+			if obj[len(obj)-1] <= obj[0] {
+				t.Errorf("EM made no progress: %v", obj)
 			}
 		})
 	}
@@ -400,8 +403,8 @@ func TestToleranceStopsEarly(t *testing.T) {
 	if len(full.LogLik) != 60 || len(early.LogLik) >= 60 {
 		t.Errorf("iterations: %d without tol, %d with tol=1e-3", len(full.LogLik), len(early.LogLik))
 	}
-	last := early.LogLik[len(early.LogLik)-1]
-	prev := early.LogLik[len(early.LogLik)-2]
+	last := early.Objective[len(early.Objective)-1]
+	prev := early.Objective[len(early.Objective)-2]
 	if last-prev > 1e-3*math.Abs(last) {
 		t.Errorf("stopped while the gain %v was above tol", last-prev)
 	}
@@ -414,11 +417,13 @@ func TestParseConfigDefaults(t *testing.T) {
 		msteps int
 		kernel string
 	}{
-		{models.Params{}, MStepGD, 30, KernelLinear},
-		{models.Params{"kernel": "rbf"}, MStepLBFGS, 20, KernelRBF},
+		{models.Params{}, MStepLBFGS, 100, KernelLinear},
+		{models.Params{"kernel": "rbf"}, MStepLBFGS, 100, KernelRBF},
 		{models.Params{"kernel": "rbf", "mstep": "gd"}, MStepGD, 30, KernelRBF},
-		{models.Params{"mstep": "lbfgs"}, MStepLBFGS, 20, KernelLinear},
+		{models.Params{"mstep": "gd"}, MStepGD, 30, KernelLinear},
 		{models.Params{"mstep": "lbfgs", "msteps": "7"}, MStepLBFGS, 7, KernelLinear},
+		{models.Params{"scale": "none", "unknown": "true"}, MStepLBFGS, 100, KernelLinear},
+		{models.Params{"scale": "minmax", "kernel": "rbf", "mtol": "0"}, MStepLBFGS, 100, KernelRBF},
 	}
 	for _, tc := range tests {
 		c, err := ParseConfig(tc.params)
@@ -431,6 +436,19 @@ func TestParseConfigDefaults(t *testing.T) {
 		back, err := ParseConfig(c.Params())
 		if err != nil || back != c {
 			t.Errorf("%v: Params() does not round-trip: %+v vs %+v (%v)", tc.params, back, c, err)
+		}
+	}
+	for _, tc := range []struct {
+		params models.Params
+		l2     float64
+	}{
+		{models.Params{}, 2e-3},
+		{models.Params{"kernel": "rbf"}, 1e-4},
+		{models.Params{"kernel": "rbf", "l2": "0"}, 0},
+		{models.Params{"kernel": "linear", "l2": "0.5"}, 0.5},
+	} {
+		if c, err := ParseConfig(tc.params); err != nil || c.L2 != tc.l2 {
+			t.Errorf("%v: l2 %v (%v), want %v", tc.params, c.L2, err, tc.l2)
 		}
 	}
 	for _, bad := range []models.Params{{"l2": "-1"}, {"subset": "0"}, {"prune": "1"}, {"dict_frac": "1.5"}, {"kernel": "poly"}, {"iters": "x"}, {"mstep": "newton"}} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/floats"
@@ -25,7 +26,9 @@ const chunkRows = 128
 // (the bias is not penalised). With one-hot targets it is ordinary
 // multinomial logistic regression (Pham et al. eq. 7); with the E-step
 // posteriors as targets it is the EM surrogate g(w, w^(k)) of eq. 10.
-// A Problem is not safe for concurrent use: it owns scratch space.
+// A Problem is not safe for concurrent use: it owns scratch space. X must
+// not change once the Problem has been evaluated (the logits of the last
+// evaluation are kept, see CachedLogits).
 type Problem struct {
 	Classes, Dim int
 	N            int
@@ -40,6 +43,23 @@ type Problem struct {
 	partVal  []float64
 	partGrad [][]float64
 	scratch  [][]float64
+	// logits holds X·Wᵀ (N × Classes) of the last evaluation, at logitsW
+	// when logitsOK. They do not depend on the targets, so the first
+	// evaluation of an M-step (same weights, new targets) and the E-step
+	// before it skip the product.
+	logits   []float64
+	logitsW  []float64
+	logitsOK bool
+}
+
+// CachedLogits returns X·Wᵀ (N × Classes, row-major) when the last
+// evaluation was at w, nil otherwise. The slice is the Problem's: read it
+// before the next evaluation, and do not modify it.
+func (p *Problem) CachedLogits(w []float64) []float64 {
+	if p.logitsOK && slices.Equal(p.logitsW, w) {
+		return p.logits
+	}
+	return nil
 }
 
 // NewProblem copies the instances into an augmented design matrix. targets
@@ -91,9 +111,7 @@ func (p *Problem) Evaluate(w, grad []float64) float64 {
 		panic(fmt.Sprintf("softmax: parameter vector of %d, want %d", len(w), np))
 	}
 	if p.N == 0 {
-		for i := range grad { // a nil grad has no elements
-			grad[i] = 0
-		}
+		clear(grad)
 		return p.penalty(w, grad)
 	}
 	nChunks := (p.N + chunkRows - 1) / chunkRows
@@ -111,6 +129,13 @@ func (p *Problem) Evaluate(w, grad []float64) float64 {
 			p.scratch[i] = make([]float64, 2*chunkRows*p.Classes)
 		}
 	}
+	cached := p.CachedLogits(w) != nil
+	if !cached {
+		p.logitsOK = false
+		if len(p.logits) != p.N*p.Classes {
+			p.logits = make([]float64, p.N*p.Classes)
+		}
+	}
 	wm := mat.NewDense(p.Classes, p.Dim+1, w)
 	var wg sync.WaitGroup
 	for k := 0; k < nw; k++ {
@@ -122,11 +147,15 @@ func (p *Problem) Evaluate(w, grad []float64) float64 {
 				if grad != nil {
 					g = p.partGrad[j]
 				}
-				p.partVal[j] = p.chunk(j, wm, g, p.scratch[k])
+				p.partVal[j] = p.chunk(j, wm, g, p.scratch[k], cached)
 			}
 		}(k)
 	}
 	wg.Wait()
+	if !cached {
+		p.logitsW = append(p.logitsW[:0], w...)
+		p.logitsOK = true
+	}
 	val := 0.0
 	for j := range nChunks {
 		val += p.partVal[j]
@@ -163,34 +192,39 @@ func (p *Problem) penalty(w, grad []float64) float64 {
 }
 
 // chunk computes the unnormalised log-likelihood of chunk j and, when g is
-// non-nil, its gradient (T − P)ᵀ X.
-func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64) float64 {
+// non-nil, its gradient (T − P)ᵀ X. The chunk's logits are computed into
+// p.logits unless cached (then they are already there, for these weights).
+func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64, cached bool) float64 {
 	lo := j * chunkRows
 	hi := min(p.N, lo+chunkRows)
 	rows := hi - lo
 	d1 := p.Dim + 1
 	c := p.Classes
 	xc := mat.NewDense(rows, d1, p.X[lo*d1:hi*d1])
+	logits := p.logits[lo*c : hi*c]
+	if !cached {
+		mat.NewDense(rows, c, logits).Mul(xc, wm.T())
+	}
 	z := mat.NewDense(rows, c, scratch[:rows*c])
-	z.Mul(xc, wm.T())
 	t := p.T[lo*c : hi*c]
 	val := 0.0
 	for r := 0; r < rows; r++ {
+		lr := logits[r*c : (r+1)*c]
 		zr := z.RawRowView(r)
 		tr := t[r*c : (r+1)*c]
 		tsum := 0.0
 		mx := math.Inf(-1)
 		for k, tv := range tr {
 			if tv != 0 {
-				val += tv * zr[k]
+				val += tv * lr[k]
 				tsum += tv
 			}
-			mx = max(mx, zr[k])
+			mx = max(mx, lr[k])
 		}
 		// One exponential per class serves both log Σ exp z and, for the
 		// gradient, the probabilities (exp dominates the cost here).
 		s := 0.0
-		for k, v := range zr {
+		for k, v := range lr {
 			e := math.Exp(v - mx)
 			zr[k] = e
 			s += e
@@ -214,11 +248,12 @@ func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64) fl
 
 // AscendResult reports what Ascend did.
 type AscendResult struct {
-	Steps     int
-	Value     float64 // objective at the returned parameters
-	Start     float64 // objective at the initial parameters
-	StepSize  float64 // last accepted step size, a good start for the next call
-	Converged bool
+	Steps       int
+	Evaluations int     // objective evaluations, with or without the gradient
+	Value       float64 // objective at the returned parameters
+	Start       float64 // objective at the initial parameters
+	StepSize    float64 // last accepted step size, a good start for the next call
+	Converged   bool
 }
 
 // Ascend runs up to maxSteps iterations of gradient ascent on f from w
@@ -235,8 +270,9 @@ func (p *Problem) Ascend(ctx context.Context, w []float64, maxSteps int, tol, st
 	np := p.nParams()
 	grad := make([]float64, np)
 	trial := make([]float64, np)
+	trialGrad := make([]float64, np)
 	f := p.Evaluate(w, grad)
-	res := AscendResult{Start: f, Value: f}
+	res := AscendResult{Start: f, Value: f, Evaluations: 1}
 	if step <= 0 {
 		step = 1
 	}
@@ -254,9 +290,12 @@ func (p *Problem) Ascend(ctx context.Context, w []float64, maxSteps int, tol, st
 		t := step * 2
 		var ft float64
 		accepted := false
+		// Each trial computes the gradient too: the accepted one then needs
+		// no second pass, and the value is the same with or without it.
 		for range 60 {
 			floats.AddScaledTo(trial, w, t, grad)
-			ft = p.Evaluate(trial, nil)
+			ft = p.Evaluate(trial, trialGrad)
+			res.Evaluations++
 			if ft >= f+alpha*t*gg {
 				accepted = true
 				break
@@ -268,9 +307,10 @@ func (p *Problem) Ascend(ctx context.Context, w []float64, maxSteps int, tol, st
 			break
 		}
 		copy(w, trial)
+		grad, trialGrad = trialGrad, grad
 		step = t
 		prev := f
-		f = p.Evaluate(w, grad)
+		f = ft
 		res.Steps++
 		res.Value = f
 		res.StepSize = step
@@ -289,49 +329,100 @@ func (p *Problem) Ascend(ctx context.Context, w []float64, maxSteps int, tol, st
 // baseline). It stops when the largest gradient component is below gradTol,
 // when an iteration no longer improves f, or after maxIter iterations.
 func (p *Problem) MaximizeLBFGS(ctx context.Context, w []float64, maxIter int, gradTol float64) (float64, error) {
-	const (
-		memory = 10
-		alpha  = 1e-4
-	)
+	var o LBFGS
+	res, err := o.Maximize(ctx, p, w, maxIter, gradTol, 1e-14)
+	return res.Value, err
+}
+
+// lbfgsMemory is the number of curvature pairs L-BFGS keeps.
+const lbfgsMemory = 10
+
+// LBFGS maximizes Problems with limited-memory BFGS (Nocedal & Wright,
+// Algorithm 7.4, memory 10) and a backtracking Armijo line search. It keeps
+// its curvature pairs from one Maximize call to the next, which is what an
+// EM loop wants: the Hessian of the soft-label log-likelihood,
+// −(1/N) Σ_i (Σ_c t_ic)(diag p_i − p_i p_iᵀ) ⊗ x_i x_iᵀ, does not depend on
+// the targets when each row of targets sums to one (E-step posteriors do),
+// so the pairs gathered in one M-step describe the next one's objective
+// near the same weights, and its first step is a quasi-Newton step rather
+// than a short steepest-ascent one. The zero value is ready to use; an
+// LBFGS is not safe for concurrent use and serves one parameter size.
+type LBFGS struct {
+	s, y          [][]float64 // ring of curvature pairs, oldest first
+	rho           []float64
+	g, dir, trial []float64 // buffers, reused across calls
+	gNew, alpha   []float64
+	spareS        []float64 // the next pair is built here
+	spareY        []float64
+}
+
+// LBFGSResult reports what Maximize did.
+type LBFGSResult struct {
+	Iterations  int
+	Evaluations int
+	Start       float64 // f at the initial parameters
+	Value       float64 // f at the returned parameters
+	// Converged is true when a stopping test (gradient or relative gain)
+	// fired before maxIter.
+	Converged bool
+}
+
+// Reset forgets the curvature pairs.
+func (o *LBFGS) Reset() { o.s, o.y, o.rho = o.s[:0], o.y[:0], o.rho[:0] }
+
+func (o *LBFGS) buffers(n int) {
+	if len(o.g) == n {
+		return
+	}
+	o.s, o.y, o.rho = nil, nil, nil
+	o.g, o.dir, o.trial, o.gNew = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	o.alpha = make([]float64, lbfgsMemory)
+}
+
+// Maximize maximizes f from w (updated in place). It stops when the largest
+// gradient component is below gradTol, when an iteration raises f by no more
+// than relTol·max(1, |f|), when the line search fails, or after maxIter
+// iterations. Every accepted step increases f (a generalized EM step).
+func (o *LBFGS) Maximize(ctx context.Context, p *Problem, w []float64, maxIter int, gradTol, relTol float64) (LBFGSResult, error) {
+	const armijo = 1e-4
 	np := p.nParams()
-	g := make([]float64, np) // gradient of the minimised function −f
+	o.buffers(np)
+	g, dir, trial, gNew, a := o.g, o.dir, o.trial, o.gNew, o.alpha
+	// Minimise −f: g is the gradient of −f.
 	f := -p.Evaluate(w, g)
 	floats.Scale(-1, g)
-	var sHist, yHist [][]float64
-	var rho []float64
-	dir := make([]float64, np)
-	trial := make([]float64, np)
-	gNew := make([]float64, np)
-	a := make([]float64, memory)
+	res := LBFGSResult{Evaluations: 1, Start: -f, Value: -f}
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
-			return -f, err
+			return res, err
 		}
 		if floats.Norm(g, math.Inf(1)) < gradTol {
+			res.Converged = true
 			break
 		}
 		// Two-loop recursion: dir = −H·g.
 		copy(dir, g)
-		for k := len(sHist) - 1; k >= 0; k-- {
-			a[k] = rho[k] * floats.Dot(sHist[k], dir)
-			floats.AddScaled(dir, -a[k], yHist[k])
+		m := len(o.s)
+		for k := m - 1; k >= 0; k-- {
+			a[k] = o.rho[k] * floats.Dot(o.s[k], dir)
+			floats.AddScaled(dir, -a[k], o.y[k])
 		}
-		if k := len(sHist) - 1; k >= 0 {
-			floats.Scale(floats.Dot(sHist[k], yHist[k])/floats.Dot(yHist[k], yHist[k]), dir)
+		if k := m - 1; k >= 0 {
+			floats.Scale(floats.Dot(o.s[k], o.y[k])/floats.Dot(o.y[k], o.y[k]), dir)
 		}
-		for k := range sHist {
-			b := rho[k] * floats.Dot(yHist[k], dir)
-			floats.AddScaled(dir, a[k]-b, sHist[k])
+		for k := 0; k < m; k++ {
+			b := o.rho[k] * floats.Dot(o.y[k], dir)
+			floats.AddScaled(dir, a[k]-b, o.s[k])
 		}
 		floats.Scale(-1, dir)
 		slope := floats.Dot(g, dir)
 		if slope >= 0 { // not a descent direction: restart from steepest descent
-			sHist, yHist, rho = nil, nil, nil
+			o.Reset()
 			floats.ScaleTo(dir, -1, g)
 			slope = floats.Dot(g, dir)
 		}
 		t := 1.0
-		if len(sHist) == 0 {
+		if len(o.s) == 0 {
 			t = 1 / math.Max(1, floats.Norm(g, 2))
 		}
 		var fNew float64
@@ -339,35 +430,56 @@ func (p *Problem) MaximizeLBFGS(ctx context.Context, w []float64, maxIter int, g
 		for range 50 {
 			floats.AddScaledTo(trial, w, t, dir)
 			fNew = -p.Evaluate(trial, gNew)
-			if fNew <= f+alpha*t*slope {
+			res.Evaluations++
+			if fNew <= f+armijo*t*slope {
 				ok = true
 				break
 			}
 			t /= 2
 		}
 		if !ok {
+			res.Converged = true
 			break
 		}
 		floats.Scale(-1, gNew)
-		s := make([]float64, np)
-		y := make([]float64, np)
-		floats.SubTo(s, trial, w)
-		floats.SubTo(y, gNew, g)
+		o.push(w, trial, g, gNew)
 		copy(w, trial)
 		copy(g, gNew)
 		improved := f - fNew
 		f = fNew
-		if sy := floats.Dot(s, y); sy > 1e-12*floats.Norm(s, 2)*floats.Norm(y, 2) {
-			if len(sHist) == memory {
-				sHist, yHist, rho = sHist[1:], yHist[1:], rho[1:]
-			}
-			sHist = append(sHist, s)
-			yHist = append(yHist, y)
-			rho = append(rho, 1/sy)
-		}
-		if improved <= 1e-14*math.Max(1, math.Abs(f)) {
+		res.Iterations++
+		res.Value = -f
+		if improved <= relTol*math.Max(1, math.Abs(f)) {
+			res.Converged = true
 			break
 		}
 	}
-	return -f, nil
+	return res, nil
+}
+
+// push records the pair s = w1 − w0, y = g1 − g0 when it has positive
+// curvature, dropping the oldest pair when the memory is full. The pair is
+// built in spare slices, which the dropped pair's slices then replace.
+func (o *LBFGS) push(w0, w1, g0, g1 []float64) {
+	if len(o.spareS) != len(w0) {
+		o.spareS, o.spareY = make([]float64, len(w0)), make([]float64, len(w0))
+	}
+	s, y := o.spareS, o.spareY
+	floats.SubTo(s, w1, w0)
+	floats.SubTo(y, g1, g0)
+	sy := floats.Dot(s, y)
+	if !(sy > 1e-12*floats.Norm(s, 2)*floats.Norm(y, 2)) {
+		return
+	}
+	o.spareS, o.spareY = nil, nil
+	if len(o.s) == lbfgsMemory {
+		o.spareS, o.spareY = o.s[0], o.y[0]
+		copy(o.s, o.s[1:])
+		copy(o.y, o.y[1:])
+		copy(o.rho, o.rho[1:])
+		o.s, o.y, o.rho = o.s[:lbfgsMemory-1], o.y[:lbfgsMemory-1], o.rho[:lbfgsMemory-1]
+	}
+	o.s = append(o.s, s)
+	o.y = append(o.y, y)
+	o.rho = append(o.rho, 1/sy)
 }
