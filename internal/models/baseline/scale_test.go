@@ -15,32 +15,13 @@ import (
 	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 )
 
-// bigFeatures returns a copy of d whose feature j is multiplied by
-// 1e4·(j+1) and shifted by 1e5·(j−1).
-func bigFeatures(d *mil.Dataset) *mil.Dataset {
-	out := *d
-	out.Bags = make([]mil.Bag, len(d.Bags))
-	for i, b := range d.Bags {
-		b.Instances = make([][]float64, len(d.Bags[i].Instances))
-		for k, x := range d.Bags[i].Instances {
-			y := make([]float64, len(x))
-			for j, v := range x {
-				y[j] = v*1e4*float64(j+1) + 1e5*float64(j-1)
-			}
-			b.Instances[k] = y
-		}
-		out.Bags[i] = b
-	}
-	return &out
-}
-
 // TestSLRScaleInvariance: with the default z-score, SLR on features
 // multiplied by 1e4 and shifted is as accurate on held-out bags as on the
 // original features.
 func TestSLRScaleInvariance(t *testing.T) {
 	g := synth.Blobs{Bags: 300, Classes: 5, Dim: 4, MaxInstances: 5, CentreScale: 1.2}
 	d := g.Generate(rand.New(rand.NewPCG(31, 1)))
-	big := bigFeatures(d)
+	big := modeltest.Rescaled(d)
 	train, test := modeltest.Seq(0, 200), modeltest.Seq(200, 300)
 	acc := func(data *mil.Dataset, scale string) float64 {
 		m, err := FitSLR(context.Background(), data.Subset(train), models.FitOptions{Params: models.Params{"scale": scale}})
@@ -95,7 +76,7 @@ func TestSLROldStateDecodesUnchanged(t *testing.T) {
 		}
 	}
 	// A new model round-trips its scaler.
-	fresh, err := FitSLR(context.Background(), bigFeatures(separable(5, 30, 3, 2)), models.FitOptions{})
+	fresh, err := FitSLR(context.Background(), modeltest.Rescaled(separable(5, 30, 3, 2)), models.FitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,25 +15,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/testsupport/synth"
 )
 
-// rescaled returns a copy of d whose feature j is multiplied by 1e4·(j+1)
-// and shifted by 1e5·(j−1): features on very different, large scales.
-func rescaled(d *mil.Dataset) *mil.Dataset {
-	out := *d
-	out.Bags = make([]mil.Bag, len(d.Bags))
-	for i, b := range d.Bags {
-		b.Instances = make([][]float64, len(d.Bags[i].Instances))
-		for k, x := range d.Bags[i].Instances {
-			y := make([]float64, len(x))
-			for j, v := range x {
-				y[j] = v*1e4*float64(j+1) + 1e5*float64(j-1)
-			}
-			b.Instances[k] = y
-		}
-		out.Bags[i] = b
-	}
-	return &out
-}
-
 // TestScaleInvariance fits on overlapping synthetic classes and on the same
 // data with every feature multiplied by 1e4 and shifted: with the default
 // z-score the held-out instance accuracies agree within noise; with
@@ -41,7 +22,7 @@ func rescaled(d *mil.Dataset) *mil.Dataset {
 func TestScaleInvariance(t *testing.T) {
 	g := synth.Blobs{Bags: 300, Classes: 5, Dim: 4, MaxInstances: 5, CentreScale: 1.2}
 	d := g.Generate(rand.New(rand.NewPCG(31, 1)))
-	big := rescaled(d)
+	big := modeltest.Rescaled(d)
 	train, test := modeltest.Seq(0, 200), modeltest.Seq(200, 300)
 	for _, mstep := range []string{MStepLBFGS, MStepGD} {
 		acc := func(data *mil.Dataset, scale string) float64 {
@@ -124,7 +105,7 @@ func TestOldStateDecodesUnchanged(t *testing.T) {
 // transform and applies it to raw instances: MapInstance of the linear model
 // is the z-scored instance.
 func TestScalerStoredAndApplied(t *testing.T) {
-	d := rescaled(synthetic(32, 40, 3, 2))
+	d := modeltest.Rescaled(synthetic(32, 40, 3, 2))
 	m, _ := fitT(t, d, models.FitOptions{Seed: 1, Params: models.Params{"iters": "3"}})
 	if m.scaler == nil || m.Config().Scale != "zscore" {
 		t.Fatalf("default fit has scaler %v, scale %q", m.scaler, m.Config().Scale)

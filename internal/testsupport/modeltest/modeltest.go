@@ -64,3 +64,23 @@ func InductiveAccuracy(t testing.TB, m models.Model, bags []mil.Bag) float64 {
 	}
 	return float64(right) / float64(total)
 }
+
+// Rescaled returns a copy of d whose feature j is multiplied by 1e4·(j+1)
+// and shifted by 1e5·(j−1): features on very different, large scales, for
+// checking that a model's feature transform makes it scale-invariant.
+func Rescaled(d *mil.Dataset) *mil.Dataset {
+	out := *d
+	out.Bags = make([]mil.Bag, len(d.Bags))
+	for i, b := range d.Bags {
+		b.Instances = make([][]float64, len(d.Bags[i].Instances))
+		for k, x := range d.Bags[i].Instances {
+			y := make([]float64, len(x))
+			for j, v := range x {
+				y[j] = v*1e4*float64(j+1) + 1e5*float64(j-1)
+			}
+			b.Instances[k] = y
+		}
+		out.Bags[i] = b
+	}
+	return &out
+}
