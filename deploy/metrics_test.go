@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/syncbuf"
 )
 
 // The dashboard and the alert rules name metrics; these tests check each
@@ -252,30 +251,13 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 // process is a command of the pipeline running in the background.
 type process struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func start(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(filepath.Join(bin, args[0]), args[1:]...), out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(filepath.Join(bin, args[0]), args[1:]...), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

@@ -26,33 +26,16 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/syncbuf"
 	"github.com/mimlstream/mimlstream/internal/testsupport/tlstest"
 	"github.com/mimlstream/mimlstream/schemas"
 )
 
 const redisAddr = "127.0.0.1:6379"
 
-// syncBuffer is a buffer written by a command running in the background.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runCmd runs the command in-process, as main does but for os.Exit.
 func runCmd(ctx context.Context, args ...string) (code int, stdout, stderr string) {
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	code = run(ctx, service.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}, args)
 	return code, out.String(), errb.String()
 }
@@ -60,10 +43,10 @@ func runCmd(ctx context.Context, args ...string) (code int, stdout, stderr strin
 // background runs the command until the test ends (or stop is called) and
 // returns its live output and a function that stops it and returns its
 // exit code.
-func background(t *testing.T, args ...string) (stdout, stderr *syncBuffer, stop func() int) {
+func background(t *testing.T, args ...string) (stdout, stderr *syncbuf.Buffer, stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	stdout, stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, service.Env{Stdout: stdout, Stderr: stderr}, args) }()
 	var once sync.Once

@@ -27,6 +27,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/syncbuf"
 	"github.com/mimlstream/mimlstream/internal/testsupport/tlstest"
 	"github.com/mimlstream/mimlstream/schemas"
 )
@@ -482,7 +483,7 @@ func TestListenTLSAndAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -547,24 +548,6 @@ func TestListenUsageErrors(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the command's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // bagLines generates wire-format bag lines of about 1 KB (unlabeled, so
@@ -635,7 +618,7 @@ func TestLargeBodyBoundedMemory(t *testing.T) {
 	const size = 300 << 20
 	brokers := startBroker(t)
 	addr := freeAddr(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	cmd := exec.Command(os.Args[0], "--brokers", strings.Join(brokers, ","), "--listen", addr, "--create-topics=false", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), roleEnv+"=ingest")
 	cmd.Stdout, cmd.Stderr = &log, &log
