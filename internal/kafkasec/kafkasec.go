@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -279,6 +280,5 @@ func (c Conn) explain(broker string, err error) error {
 }
 
 func isReset(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
