@@ -336,13 +336,17 @@ func TestBagsConcurrencyBound(t *testing.T) {
 	pub := newPublisher(t, brokers, 1<<20)
 	addr := serve(t, pub, HTTPConfig{MaxLineBytes: 1 << 20, Batch: 16, MaxConcurrent: 2}, httpguard.DefaultTimeouts(), "", "")
 	url := "http://" + addr + "/bags"
+	// A client of its own: no idle connection pooled by another test (on a
+	// port the kernel may have handed out again) is reused here.
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
 	var writers []*io.PipeWriter
 	var wg sync.WaitGroup
 	statuses := make(chan int, 2)
 	for i := range 2 {
 		pr, pw := io.Pipe()
 		writers = append(writers, pw)
-		wg.Go(func() { statuses <- post(t, http.DefaultClient, url, "", pr).status })
+		wg.Go(func() { statuses <- post(t, client, url, "", pr).status })
 		// The first line arrives; the body stays open.
 		if _, err := fmt.Fprintf(pw, goodBag+"\n", fmt.Sprint("slow-", i)); err != nil {
 			t.Fatal(err)
@@ -350,8 +354,8 @@ func TestBagsConcurrencyBound(t *testing.T) {
 	}
 	// Both slow requests are in the handler once their first line is
 	// published.
-	streamtest.WaitFor(t, 10*time.Second, "two requests in flight", func() bool { return inFlight(t, url) })
-	a := post(t, http.DefaultClient, url, "", strings.NewReader(fmt.Sprintf(goodBag, "third")))
+	streamtest.WaitFor(t, 10*time.Second, "two requests in flight", func() bool { return inFlight(t, client, url) })
+	a := post(t, client, url, "", strings.NewReader(fmt.Sprintf(goodBag, "third")))
 	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") != "1" {
 		t.Fatalf("third request: status %d, Retry-After %q; want 503 and 1", a.status, a.header.Get("Retry-After"))
 	}
@@ -365,15 +369,15 @@ func TestBagsConcurrencyBound(t *testing.T) {
 			t.Errorf("slow request: status %d", st)
 		}
 	}
-	if a := post(t, http.DefaultClient, url, "", strings.NewReader(fmt.Sprintf(goodBag, "fourth"))); a.status != http.StatusOK {
+	if a := post(t, client, url, "", strings.NewReader(fmt.Sprintf(goodBag, "fourth"))); a.status != http.StatusOK {
 		t.Errorf("after the slow requests: status %d", a.status)
 	}
 }
 
 // inFlight probes with an empty body: 503 means the bound is reached (an
 // empty body would otherwise be a 400).
-func inFlight(t *testing.T, url string) bool {
-	return post(t, http.DefaultClient, url, "", strings.NewReader("")).status == http.StatusServiceUnavailable
+func inFlight(t *testing.T, client *http.Client, url string) bool {
+	return post(t, client, url, "", strings.NewReader("")).status == http.StatusServiceUnavailable
 }
 
 // TestSlowConnectionsClosed opens 500 connections that each send one byte a
