@@ -19,6 +19,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
@@ -134,7 +135,7 @@ func TestAnnotatorAnnotatesEveryBagOnce(t *testing.T) {
 	if len(anns) != len(ds.Bags) {
 		t.Fatalf("%d of %d bags annotated", len(anns), len(ds.Bags))
 	}
-	v, _ := wire.NewValidator(0)
+	v := schemaref.MustNew(0)
 	modes := map[string]int{}
 	for _, b := range ds.Bags {
 		as := anns[b.ID]
@@ -219,7 +220,7 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 	if len(anns) != gi {
 		t.Errorf("%d good bags annotated, want %d", len(anns), gi)
 	}
-	v, _ := wire.NewValidator(0)
+	v := schemaref.MustNew(0)
 	got := map[string]wire.DeadLetter{}
 	for _, d := range dead {
 		got[d.Key] = d

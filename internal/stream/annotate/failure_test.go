@@ -24,6 +24,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 )
@@ -350,7 +351,7 @@ func TestRefusedOutputDeadLettersItsInput(t *testing.T) {
 			if len(anns) != 0 || len(dead) != len(ds.Bags) {
 				t.Fatalf("%d annotations and %d dead letters, want 0 and %d", len(anns), len(dead), len(ds.Bags))
 			}
-			v, _ := wire.NewValidator(0)
+			v := schemaref.MustNew(0)
 			for _, d := range dead {
 				raw, _ := json.Marshal(d)
 				if d.Reason != tc.want || d.Stage != wire.StageAnnotate || !strings.Contains(d.Error, "refused by the broker") || d.Offset < 0 || v.ValidateDeadLetter(raw) != nil {

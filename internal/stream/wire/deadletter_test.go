@@ -1,4 +1,4 @@
-package wire
+package wire_test
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 )
 
 // TestDeadLetterEncodeBounded checks every dead letter against its bound
@@ -20,10 +23,7 @@ import (
 // otherwise as a prefix of at most 4 KiB with the whole original's length
 // and SHA-256.
 func TestDeadLetterEncodeBounded(t *testing.T) {
-	v, err := NewValidator(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := schemaref.MustNew(0)
 	rng := rand.New(rand.NewPCG(1, 2))
 	longErr := errors.New(strings.Repeat("é", 3000)) // multi-byte runes: cut as runes
 	for _, size := range []int{0, 1, 100, 3000, 5000, 226_000, 1 << 20, 2<<20 + 7} {
@@ -34,7 +34,7 @@ func TestDeadLetterEncodeBounded(t *testing.T) {
 		for _, maxBytes := range []int{600, 1000, 5000, 10_000, 400_000, 1<<20 - 4096} {
 			for _, cause := range []error{errors.New("bag \"x\" has dimension 3, model v1 expects 48"), longErr} {
 				name := fmt.Sprintf("original %d, bound %d, error %d", size, maxBytes, len(cause.Error()))
-				d := NewDeadLetter(StageAnnotate, ReasonDimension, cause, "key-1", "bags", 3, 12345, orig)
+				d := wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, cause, "key-1", "bags", 3, 12345, orig)
 				unbounded, _ := json.Marshal(d)
 				raw := d.Encode(maxBytes)
 				if len(raw) > maxBytes {
@@ -43,7 +43,7 @@ func TestDeadLetterEncodeBounded(t *testing.T) {
 				if err := v.ValidateDeadLetter(raw); err != nil {
 					t.Errorf("%s: schema: %v", name, err)
 				}
-				var got DeadLetter
+				var got wire.DeadLetter
 				if err := json.Unmarshal(raw, &got); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -62,12 +62,12 @@ func TestDeadLetterEncodeBounded(t *testing.T) {
 					if got.OriginalSHA256 != hex.EncodeToString(sum[:]) {
 						t.Errorf("%s: sha256 %q", name, got.OriginalSHA256)
 					}
-					if !bytes.HasPrefix(orig, got.Original) || len(got.Original) > maxDeadLetterOriginal {
+					if !bytes.HasPrefix(orig, got.Original) || len(got.Original) > wire.MaxDeadLetterOriginal {
 						t.Errorf("%s: kept %d bytes, not a prefix of at most 4 KiB", name, len(got.Original))
 					}
 					// The prefix is as long as the bound allows: 3 more
 					// bytes (4 base64 characters) would not fit.
-					if len(got.Original) < min(size, maxDeadLetterOriginal) {
+					if len(got.Original) < min(size, wire.MaxDeadLetterOriginal) {
 						got.Original = orig[:min(size, len(got.Original)+3)]
 						if more, _ := json.Marshal(got); len(more) <= maxBytes {
 							t.Errorf("%s: kept %d bytes where %d fit", name, len(got.Original)-3, len(got.Original))

@@ -1,18 +1,13 @@
 package wire
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"unicode/utf8"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
-	"github.com/mimlstream/mimlstream/schemas"
 )
 
 // RejectError is an input error with its dead-letter reason. Retrying the
@@ -52,227 +47,121 @@ func ReasonOf(err error) (Reason, bool) {
 	return "", false
 }
 
-// Validator checks raw messages against the schemas and the bag invariants.
-// It is immutable and safe for concurrent use.
+// Validator checks raw messages against the bag schema and the bag
+// invariants. It is immutable and safe for concurrent use.
 type Validator struct {
-	schemas  *schemas.Set
 	maxBytes int
 }
 
-// NewValidator compiles the embedded schemas. maxBytes <= 0 disables the
-// size limit.
+// NewValidator returns a validator of bag messages of at most maxBytes
+// bytes (<= 0: no limit). It never fails; the error is kept for the
+// callers written when it compiled the schemas.
 func NewValidator(maxBytes int) (*Validator, error) {
-	s, err := schemas.Compile()
-	if err != nil {
-		return nil, err
-	}
-	return &Validator{schemas: s, maxBytes: maxBytes}, nil
+	return &Validator{maxBytes: maxBytes}, nil
 }
 
-// Schemas returns the compiled schemas.
-func (v *Validator) Schemas() *schemas.Set { return v.schemas }
-
-// DecodeBag validates raw bytes as a bag message. Errors are *RejectError.
-// The checks run from the cheapest and most specific to the most general, so
-// the reason names the actual fault (an empty bag is "empty_bag", not a
-// generic schema violation; "NaN" as a string is "non_finite").
+// DecodeBag validates raw bytes as a bag message and decodes it, in one
+// pass (see bagdecode.go). Errors are *RejectError. The reason names the
+// actual fault: an empty bag is "empty_bag", not a generic schema
+// violation; "NaN" as a string is "non_finite".
 func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
-	if v.maxBytes > 0 && len(raw) > v.maxBytes {
-		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), v.maxBytes))
+	return decodeBag(raw, v.maxBytes)
+}
+
+// CheckEncoded checks m, whose wire form (json.Marshal(m)) is size bytes
+// long, as DecodeBag would check that wire form, without reading it: the
+// same verdict, the same reason, and the message DecodeBag would return
+// (sharing m's slices). A message json.Marshal cannot write (a NaN or ±Inf
+// feature) is non_finite. Ingest uses it for the bags of a dataset, which
+// it encodes once and never decodes.
+func (v *Validator) CheckEncoded(m *BagMessage, size int) (*BagMessage, error) {
+	if v.maxBytes > 0 && size > v.maxBytes {
+		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", size, v.maxBytes))
 	}
-	doc, err := decodeDocument(raw)
-	if err != nil {
-		return nil, Reject(ReasonMalformedJSON, err)
+	if m.Instances != nil && len(m.Instances) == 0 {
+		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", m.ID, mil.ErrEmptyBag))
 	}
-	instances, err := precheck(doc)
-	if err != nil {
-		return nil, err
+	for k, x := range m.Instances {
+		for j, f := range x {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, mil.ErrNonFinite))
+			}
+		}
 	}
-	if err := v.schemas.Bag.Validate(doc); err != nil {
-		return nil, Reject(ReasonSchema, flattenSchemaError(err))
-	}
-	// The document is already parsed and its shape checked: build the
-	// message from it rather than parsing the bytes a second time.
-	m, err := bagFromDoc(doc.(map[string]any), instances)
-	if err != nil {
-		// Only a value the Go types cannot hold remains (an integer
-		// overflowing int, say).
+	if err := checkSchema(m); err != nil {
 		return nil, Reject(ReasonSchema, err)
 	}
-	if err := m.Bag().Validate(m.Dim, len(m.Classes)); err != nil {
-		r, _ := ReasonOf(err)
-		return nil, Reject(r, err)
+	// What the wire form holds: json.Marshal leaves out empty classes and
+	// instance labels (omitempty) and writes each byte of invalid UTF-8
+	// as U+FFFD.
+	out := *m
+	out.ID, out.Source = coerceUTF8(m.ID), coerceUTF8(m.Source)
+	out.Classes = nil
+	if len(m.Classes) > 0 {
+		out.Classes = make([]string, len(m.Classes))
+		for k, c := range m.Classes {
+			out.Classes[k] = coerceUTF8(c)
+		}
+	}
+	if len(m.InstanceLabels) == 0 {
+		out.InstanceLabels = nil
+	}
+	if err := checkInvariants(&out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// checkSchema checks a message against the bag schema as json.Marshal
+// writes it: a nil slice is null, empty classes and instance labels are
+// left out, nil labels are left out and any others written.
+func checkSchema(m *BagMessage) error {
+	if m.SchemaVersion != 1 {
+		return fmt.Errorf("schema_version %d, want 1", m.SchemaVersion)
+	}
+	if n := utf8.RuneCountInString(m.ID); n < 1 || n > maxIDLength {
+		return fmt.Errorf("id of %d characters, want 1 to %d", n, maxIDLength)
+	}
+	if m.Dim < 1 {
+		return fmt.Errorf("dim: %d is less than 1", m.Dim)
+	}
+	if m.Instances == nil {
+		return errors.New("instances is not an array")
+	}
+	for k, x := range m.Instances {
+		if len(x) == 0 {
+			return fmt.Errorf("instance %d has no feature", k)
+		}
 	}
 	if m.Labels != nil && len(m.Classes) == 0 {
-		return nil, Reject(ReasonLabels, errors.New("labels without a class vocabulary"))
+		return errors.New("labels without classes")
 	}
-	return m, nil
-}
-
-// bagFromDoc converts a document that passed the bag schema; instances are
-// its feature vectors as precheck converted them. Strings are cloned: they
-// are substrings of the whole message, which a retrainer window would
-// otherwise keep alive.
-func bagFromDoc(obj map[string]any, instances [][]float64) (*BagMessage, error) {
-	if instances == nil {
-		// precheck converts every instance the schema accepts.
-		return nil, errors.New("instances: not arrays of numbers")
-	}
-	m := &BagMessage{Instances: instances}
-	var err error
-	if m.SchemaVersion, err = toInt(obj["schema_version"]); err != nil {
-		return nil, fmt.Errorf("schema_version: %w", err)
-	}
-	id, _ := obj["id"].(string)
-	source, _ := obj["source"].(string)
-	m.ID, m.Source = strings.Clone(id), strings.Clone(source)
-	if m.Dim, err = toInt(obj["dim"]); err != nil {
-		return nil, fmt.Errorf("dim: %w", err)
-	}
-	if cs, ok := obj["classes"].([]any); ok {
-		m.Classes = make([]string, len(cs))
-		for i, c := range cs {
-			s, _ := c.(string)
-			m.Classes[i] = strings.Clone(s)
+	for _, l := range m.Labels {
+		if l < 0 {
+			return fmt.Errorf("labels: %d is less than 0", l)
 		}
 	}
-	// Absent and null labels both mean unlabeled (nil); [] is a labeled
-	// bag with no class.
-	if ls, ok := obj["labels"].([]any); ok {
-		if m.Labels, err = toInts(ls); err != nil {
-			return nil, fmt.Errorf("labels: %w", err)
+	if !uniqueInts(m.Labels) {
+		return errors.New("labels repeat a class")
+	}
+	for _, l := range m.InstanceLabels {
+		if l < -1 {
+			return fmt.Errorf("instance_labels: %d is less than -1", l)
 		}
 	}
-	if ls, ok := obj["instance_labels"].([]any); ok && len(ls) > 0 {
-		if m.InstanceLabels, err = toInts(ls); err != nil {
-			return nil, fmt.Errorf("instance_labels: %w", err)
-		}
-	}
-	return m, nil
+	return nil
 }
 
-func toInt(v any) (int, error) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, fmt.Errorf("%T is not a number", v)
+// coerceUTF8 returns s as json.Marshal writes it: each byte that is not
+// part of valid UTF-8 replaced by U+FFFD.
+func coerceUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
 	}
-	i, err := strconv.Atoi(n.String())
-	if err != nil {
-		return 0, err
+	var b strings.Builder
+	for _, r := range s {
+		// Ranging over a string yields U+FFFD for each invalid byte.
+		b.WriteRune(r)
 	}
-	return i, nil
-}
-
-func toInts(vs []any) ([]int, error) {
-	out := make([]int, len(vs))
-	for i, v := range vs {
-		n, err := toInt(v)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = n
-	}
-	return out, nil
-}
-
-// precheck finds the faults the schema would report vaguely: an empty bag
-// and non-finite features, whether written as strings ("NaN", "Infinity")
-// or as numbers too large for a float64 (1e999). Parsing each feature once
-// for that, it also returns the feature vectors when every instance is an
-// array of numbers (nil otherwise: the schema then rejects the document),
-// in one backing array.
-func precheck(doc any) ([][]float64, error) {
-	obj, ok := doc.(map[string]any)
-	if !ok {
-		return nil, nil
-	}
-	insts, ok := obj["instances"].([]any)
-	if !ok {
-		return nil, nil
-	}
-	if len(insts) == 0 {
-		return nil, Reject(ReasonEmptyBag, mil.ErrEmptyBag)
-	}
-	numeric, total := true, 0
-	for _, row := range insts {
-		vals, ok := row.([]any)
-		if !ok {
-			numeric = false
-			continue
-		}
-		total += len(vals)
-	}
-	var backing []float64
-	var out [][]float64
-	if numeric {
-		backing = make([]float64, 0, total)
-		out = make([][]float64, 0, len(insts))
-	}
-	for i, row := range insts {
-		vals, ok := row.([]any)
-		if !ok {
-			continue
-		}
-		start := len(backing)
-		for j, x := range vals {
-			var s string
-			switch t := x.(type) {
-			case json.Number:
-				s = t.String()
-			case string:
-				s = strings.TrimSpace(t)
-				numeric = false
-			default:
-				numeric = false
-				continue
-			}
-			f, err := strconv.ParseFloat(s, 64)
-			if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
-				return nil, Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
-			}
-			if err != nil && !errors.Is(err, strconv.ErrRange) {
-				numeric = false // not a number (a string the schema rejects)
-			}
-			if numeric {
-				backing = append(backing, f)
-			}
-		}
-		if numeric {
-			// Capped, so an append to one row cannot spill into the next.
-			out = append(out, backing[start:len(backing):len(backing)])
-		}
-	}
-	if !numeric {
-		return nil, nil
-	}
-	return out, nil
-}
-
-// flattenSchemaError keeps the schema error on one line for dead-letter
-// records and logs.
-func flattenSchemaError(err error) error {
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		return errors.New(strings.Join(strings.Fields(ve.Error()), " "))
-	}
-	return err
-}
-
-// ValidateAnnotation checks an annotation against its schema (used by tests
-// and by consumers that want to be strict).
-func (v *Validator) ValidateAnnotation(raw []byte) error {
-	return v.validate(v.schemas.Annotation, raw)
-}
-
-// ValidateDeadLetter checks a dead-letter record against its schema.
-func (v *Validator) ValidateDeadLetter(raw []byte) error {
-	return v.validate(v.schemas.DeadLetter, raw)
-}
-
-func (v *Validator) validate(s *jsonschema.Schema, raw []byte) error {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	return s.Validate(doc)
+	return b.String()
 }

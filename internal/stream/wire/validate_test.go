@@ -1,4 +1,4 @@
-package wire
+package wire_test
 
 import (
 	"encoding/json"
@@ -15,6 +15,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 	"github.com/mimlstream/mimlstream/schemas"
 )
 
@@ -44,9 +46,9 @@ func TestSchemasMatchTypes(t *testing.T) {
 		file string
 		typ  reflect.Type
 	}{
-		{schemas.BagFile, reflect.TypeOf(BagMessage{})},
-		{schemas.AnnotationFile, reflect.TypeOf(AnnotationMessage{})},
-		{schemas.DeadLetterFile, reflect.TypeOf(DeadLetter{})},
+		{schemas.BagFile, reflect.TypeOf(wire.BagMessage{})},
+		{schemas.AnnotationFile, reflect.TypeOf(wire.AnnotationMessage{})},
+		{schemas.DeadLetterFile, reflect.TypeOf(wire.DeadLetter{})},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -82,21 +84,24 @@ func TestSchemasMatchTypes(t *testing.T) {
 }
 
 // TestGeneratedInstancesValidate marshals Go values (minimal and full) and
-// validates them against the schemas.
+// validates them against the schemas: bags with the typed decoder and the
+// reference, annotations and dead letters with the reference. Catches a Go
+// type that writes what its schema refuses.
 func TestGeneratedInstancesValidate(t *testing.T) {
-	v, err := NewValidator(0)
+	v, err := wire.NewValidator(0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ref := schemaref.MustNew(0)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	bag := &mil.Bag{ID: "b1", Instances: [][]float64{{0.1, 0.2}, {0.3, 0.4}}, Labels: []int{1}, InstanceLabels: []int{1, -1}}
 	neg := &mil.Bag{ID: "n1", Instances: [][]float64{{0, 1}}, Labels: []int{}}
 	unl := &mil.Bag{ID: "u1", Instances: [][]float64{{0, 1}}}
-	for _, m := range []BagMessage{
-		NewBagMessage(bag, "test", 2, []string{"a", "b"}, true),
-		NewBagMessage(bag, "", 2, []string{"a", "b"}, false),
-		NewBagMessage(neg, "test", 2, []string{"positive"}, false),
-		NewBagMessage(unl, "", 2, nil, false),
+	for _, m := range []wire.BagMessage{
+		wire.NewBagMessage(bag, "test", 2, []string{"a", "b"}, true),
+		wire.NewBagMessage(bag, "", 2, []string{"a", "b"}, false),
+		wire.NewBagMessage(neg, "test", 2, []string{"positive"}, false),
+		wire.NewBagMessage(unl, "", 2, nil, false),
 	} {
 		raw, err := json.Marshal(m)
 		if err != nil {
@@ -112,27 +117,30 @@ func TestGeneratedInstancesValidate(t *testing.T) {
 		if (got.Labels == nil) != (m.Labels == nil) {
 			t.Errorf("%s: labeled-ness lost in the round trip", m.ID)
 		}
+		if _, err := ref.DecodeBag(raw); err != nil {
+			t.Errorf("the reference refuses %s: %v", raw, err)
+		}
 	}
-	for _, a := range []AnnotationMessage{
+	for _, a := range []wire.AnnotationMessage{
 		{SchemaVersion: 1, BagID: "b", Model: "k", ModelVersion: "1", Mode: string(models.Inductive), Classes: []string{}, BagLabels: []int{}, BagScores: []float64{}, AnnotatedAt: now},
 		{SchemaVersion: 1, BagID: "b", Source: "s", Model: "k", ModelVersion: "2", Mode: string(models.Transductive), Classes: []string{"a"},
 			InstanceLabels: []int{0}, InstanceScores: [][]float64{{0.5}}, BagLabels: []int{0}, BagScores: []float64{0.5}, LatencyMS: 1.5, IngestedAt: &now, AnnotatedAt: now, Annotator: "x"},
 	} {
 		raw, _ := json.Marshal(a)
-		if err := v.ValidateAnnotation(raw); err != nil {
+		if err := ref.ValidateAnnotation(raw); err != nil {
 			t.Errorf("%s: %v", raw, err)
 		}
 	}
-	for _, r := range Reasons() {
-		d := DeadLetter{SchemaVersion: 1, Reason: r, Error: "e", Stage: StageAnnotate, Key: "k", Topic: "t", Partition: 2, Offset: 7, Original: []byte{0, 1, 2}, OriginalSize: 3, At: now}
+	for _, r := range wire.Reasons() {
+		d := wire.DeadLetter{SchemaVersion: 1, Reason: r, Error: "e", Stage: wire.StageAnnotate, Key: "k", Topic: "t", Partition: 2, Offset: 7, Original: []byte{0, 1, 2}, OriginalSize: 3, At: now}
 		raw, _ := json.Marshal(d)
-		if err := v.ValidateDeadLetter(raw); err != nil {
+		if err := ref.ValidateDeadLetter(raw); err != nil {
 			t.Errorf("reason %s: %v", r, err)
 		}
 	}
-	for _, stage := range []string{StageIngest, StageAnnotate, StageRetrain} {
-		raw := NewDeadLetter(stage, ReasonLabels, errors.New("e"), "k", "t", 0, -1, []byte("x")).Encode(0)
-		if err := v.ValidateDeadLetter(raw); err != nil {
+	for _, stage := range []string{wire.StageIngest, wire.StageAnnotate, wire.StageRetrain} {
+		raw := wire.NewDeadLetter(stage, wire.ReasonLabels, errors.New("e"), "k", "t", 0, -1, []byte("x")).Encode(0)
+		if err := ref.ValidateDeadLetter(raw); err != nil {
 			t.Errorf("stage %s: %v", stage, err)
 		}
 	}
@@ -149,7 +157,7 @@ func TestGeneratedInstancesValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, r := range Reasons() {
+	for _, r := range wire.Reasons() {
 		want = append(want, string(r))
 	}
 	sort.Strings(want)
@@ -159,48 +167,56 @@ func TestGeneratedInstancesValidate(t *testing.T) {
 	}
 }
 
+// TestDecodeBagRejects names the reason of one fault at a time, for the
+// typed decoder and the reference alike. Catches a fault accepted, or
+// dead-lettered under another reason.
 func TestDecodeBagRejects(t *testing.T) {
-	v, err := NewValidator(300)
+	v, err := wire.NewValidator(300)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ref := schemaref.MustNew(300)
 	big := `{"schema_version":1,"id":"big","dim":1,"instances":[` + strings.Repeat("[0.5],", 60) + `[0.5]]}`
 	cases := []struct {
 		name string
 		raw  string
-		want Reason
+		want wire.Reason
 	}{
-		{"truncated", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]`, ReasonMalformedJSON},
-		{"not json", `hello`, ReasonMalformedJSON},
-		{"nan string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}`, ReasonNonFinite},
-		{"inf string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"-Infinity"]]}`, ReasonNonFinite},
-		{"overflow number", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,1e999]]}`, ReasonNonFinite},
-		{"other string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"abc"]]}`, ReasonSchema},
-		{"empty bag", `{"schema_version":1,"id":"x","dim":2,"instances":[]}`, ReasonEmptyBag},
-		{"wrong dim", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2],[1,2,3]]}`, ReasonDimension},
-		{"missing id", `{"schema_version":1,"dim":2,"instances":[[1,2]]}`, ReasonSchema},
-		{"extra field", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"foo":1}`, ReasonSchema},
-		{"wrong version", `{"schema_version":2,"id":"x","dim":2,"instances":[[1,2]]}`, ReasonSchema},
-		{"labels without classes", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[0]}`, ReasonSchema},
-		{"label out of range", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[3],"classes":["a","b"]}`, ReasonLabels},
-		{"labels unordered", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[1,0],"classes":["a","b"]}`, ReasonLabels},
-		{"oversize", big, ReasonOversize},
+		{"truncated", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]`, wire.ReasonMalformedJSON},
+		{"not json", `hello`, wire.ReasonMalformedJSON},
+		{"nan string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}`, wire.ReasonNonFinite},
+		{"inf string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"-Infinity"]]}`, wire.ReasonNonFinite},
+		{"overflow number", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,1e999]]}`, wire.ReasonNonFinite},
+		{"other string", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,"abc"]]}`, wire.ReasonSchema},
+		{"empty bag", `{"schema_version":1,"id":"x","dim":2,"instances":[]}`, wire.ReasonEmptyBag},
+		{"wrong dim", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2],[1,2,3]]}`, wire.ReasonDimension},
+		{"missing id", `{"schema_version":1,"dim":2,"instances":[[1,2]]}`, wire.ReasonSchema},
+		{"extra field", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"foo":1}`, wire.ReasonSchema},
+		{"wrong version", `{"schema_version":2,"id":"x","dim":2,"instances":[[1,2]]}`, wire.ReasonSchema},
+		{"labels without classes", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[0]}`, wire.ReasonSchema},
+		{"label out of range", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[3],"classes":["a","b"]}`, wire.ReasonLabels},
+		{"labels unordered", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"labels":[1,0],"classes":["a","b"]}`, wire.ReasonLabels},
+		{"oversize", big, wire.ReasonOversize},
 		// Ambiguous: two parsers could read a different bag.
-		{"repeated id", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"id":"y"}`, ReasonMalformedJSON},
-		{"repeated id, escaped", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"\u0069d":"y"}`, ReasonMalformedJSON},
-		{"repeated instances", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"instances":[[3,4]]}`, ReasonMalformedJSON},
-		{"invalid UTF-8 id", "{\"schema_version\":1,\"id\":\"x\xff\",\"dim\":2,\"instances\":[[1,2]]}", ReasonMalformedJSON},
-		{"unpaired surrogate id", `{"schema_version":1,"id":"x\ud800","dim":2,"instances":[[1,2]]}`, ReasonMalformedJSON},
+		{"repeated id", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"id":"y"}`, wire.ReasonMalformedJSON},
+		{"repeated id, escaped", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"\u0069d":"y"}`, wire.ReasonMalformedJSON},
+		{"repeated instances", `{"schema_version":1,"id":"x","dim":2,"instances":[[1,2]],"instances":[[3,4]]}`, wire.ReasonMalformedJSON},
+		{"invalid UTF-8 id", "{\"schema_version\":1,\"id\":\"x\xff\",\"dim\":2,\"instances\":[[1,2]]}", wire.ReasonMalformedJSON},
+		{"unpaired surrogate id", `{"schema_version":1,"id":"x\ud800","dim":2,"instances":[[1,2]]}`, wire.ReasonMalformedJSON},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := v.DecodeBag([]byte(c.raw))
-			r, ok := ReasonOf(err)
+			r, ok := wire.ReasonOf(err)
 			if !ok || r != c.want {
 				t.Fatalf("reason %q (input error %v), want %q: %v", r, ok, c.want, err)
 			}
+			_, rerr := ref.DecodeBag([]byte(c.raw))
+			if rr, _ := wire.ReasonOf(rerr); rr != c.want {
+				t.Errorf("the reference says %q: %v", rr, rerr)
+			}
 			if ambiguous := strings.Contains(c.name, "repeated") || strings.Contains(c.name, "UTF-8") || strings.Contains(c.name, "surrogate"); ambiguous {
-				if !errors.Is(err, ErrAmbiguous) {
+				if !errors.Is(err, wire.ErrAmbiguous) {
 					t.Errorf("%v does not wrap ErrAmbiguous", err)
 				}
 			}
@@ -225,17 +241,17 @@ func TestDecodeBagRejects(t *testing.T) {
 func TestReasonOf(t *testing.T) {
 	cases := []struct {
 		err  error
-		want Reason
+		want wire.Reason
 		ok   bool
 	}{
-		{fmt.Errorf("x: %w", mil.ErrDimension), ReasonDimension, true},
-		{fmt.Errorf("x: %w", mil.ErrNonFinite), ReasonNonFinite, true},
-		{Reject(ReasonOversize, fmt.Errorf("big")), ReasonOversize, true},
+		{fmt.Errorf("x: %w", mil.ErrDimension), wire.ReasonDimension, true},
+		{fmt.Errorf("x: %w", mil.ErrNonFinite), wire.ReasonNonFinite, true},
+		{wire.Reject(wire.ReasonOversize, fmt.Errorf("big")), wire.ReasonOversize, true},
 		{fmt.Errorf("redis down"), "", false},
 		{nil, "", false},
 	}
 	for _, c := range cases {
-		r, ok := ReasonOf(c.err)
+		r, ok := wire.ReasonOf(c.err)
 		if r != c.want || ok != c.ok {
 			t.Errorf("ReasonOf(%v) = %q,%v want %q,%v", c.err, r, ok, c.want, c.ok)
 		}
@@ -247,7 +263,7 @@ func TestReasonOf(t *testing.T) {
 // message that was encoded; rows share one backing array but cannot
 // overwrite each other.
 func TestDecodeBagRoundTrips(t *testing.T) {
-	v, err := NewValidator(0)
+	v, err := wire.NewValidator(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,18 +271,18 @@ func TestDecodeBagRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msgs []BagMessage
+	var msgs []wire.BagMessage
 	for i := range ds.Bags {
-		msgs = append(msgs, NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, i%2 == 0))
+		msgs = append(msgs, wire.NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, i%2 == 0))
 	}
 	// Negative zero (math.Copysign: the literal -0.0 is positive zero in
 	// Go) on the reference path (escaped and non-ASCII strings) and on the
 	// fast path; json.Marshal writes it as -0.
 	negZero := math.Copysign(0, -1)
 	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, negZero}, {5e300, 1}}, Labels: []int{0}}
-	msgs = append(msgs, NewBagMessage(odd, "caf\u00e9\\src", 2, []string{"\u00e9t\u00e9", "b"}, false))
+	msgs = append(msgs, wire.NewBagMessage(odd, "caf\u00e9\\src", 2, []string{"\u00e9t\u00e9", "b"}, false))
 	plain := &mil.Bag{ID: "negzero", Instances: [][]float64{{negZero, 0}, {-1e-320, negZero}}}
-	msgs = append(msgs, NewBagMessage(plain, "toy", 2, nil, false))
+	msgs = append(msgs, wire.NewBagMessage(plain, "toy", 2, nil, false))
 	for _, m := range msgs {
 		raw, err := json.Marshal(m)
 		if err != nil {

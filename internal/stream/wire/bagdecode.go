@@ -1,0 +1,870 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
+
+// The typed decoder of bag messages. It enforces what
+// schemas/bag.schema.json says, and the bag invariants the schema cannot
+// say, in one pass over the bytes: no generic document, no big.Rat, no
+// reflection. The generic JSON Schema validator
+// (internal/testsupport/schemaref) is its reference: a differential fuzz
+// test holds the two to the same verdict and the same reason on every
+// input.
+//
+// The reason of a rejected message follows the reference's order, from the
+// most specific fault to the most general, so a message with several faults
+// gets the same reason from both:
+//
+//  1. oversize: more bytes than the limit;
+//  2. malformed_json: not JSON, or JSON that parsers may read differently
+//     (ErrAmbiguous: a repeated key, invalid UTF-8, an unpaired surrogate
+//     escape), or nested deeper than encoding/json's 10000 levels;
+//  3. empty_bag: "instances" is [];
+//  4. non_finite: a feature that is a number too large for a float64
+//     (1e999) or a string that reads as NaN or ±Inf ("NaN", "-Infinity");
+//  5. schema: anything else the schema rejects, and integers that do not
+//     fit an int;
+//  6. dimension, labels: the bag invariants (an instance whose length is
+//     not dim; labels out of range or not ascending; instance labels not one
+//     per instance or out of range; labels with an empty vocabulary).
+//
+// Syntax faults end decoding at once; the faults of classes 3 to 5 are
+// noted and decoding goes on, since a syntax fault later in the message
+// would outrank them.
+
+// maxNesting is encoding/json's nesting limit: the reference rejects a
+// document nested deeper.
+const maxNesting = 10000
+
+// maxIDLength is the schema's maxLength of a bag id, in code points.
+const maxIDLength = 256
+
+// ErrAmbiguous is the error of a message that JSON parsers may read
+// differently: a key repeated in one object (encoding/json keeps the last
+// value, others the first or both), invalid UTF-8, or an escaped UTF-16
+// surrogate without its pair (encoding/json replaces both with U+FFFD, so
+// a bag id would differ between the bytes kept in Kafka and the id
+// decoded). Such a message is rejected as malformed, never guessed at.
+var ErrAmbiguous = errors.New("ambiguous JSON")
+
+// errEOF is the syntax error of a message that ends inside a value.
+var errEOF = errors.New("unexpected end of JSON input")
+
+// Bits of bagDecoder.seen, one per property of the bag schema.
+const (
+	seenSchemaVersion = 1 << iota
+	seenID
+	seenSource
+	seenDim
+	seenInstances
+	seenClasses
+	seenLabels
+	seenInstanceLabels
+)
+
+// propertyBit returns the seen bit of a bag property, 0 for a property the
+// schema does not have.
+func propertyBit(key string) uint {
+	switch key {
+	case "schema_version":
+		return seenSchemaVersion
+	case "id":
+		return seenID
+	case "source":
+		return seenSource
+	case "dim":
+		return seenDim
+	case "instances":
+		return seenInstances
+	case "classes":
+		return seenClasses
+	case "labels":
+		return seenLabels
+	case "instance_labels":
+		return seenInstanceLabels
+	}
+	return 0
+}
+
+// bagDecoder is the state of decoding one message. Strings and number
+// literals are substrings of s, a copy of the message; what the decoded
+// message keeps is cloned.
+type bagDecoder struct {
+	s string
+	i int
+
+	seen   uint
+	others map[string]bool // properties the schema does not have, for repeats
+
+	// The deferred faults, in the order of their reasons.
+	empty     bool
+	nonFinite error
+	schema    error
+
+	m       BagMessage // every field but Instances
+	floats  []float64  // the features, row after row
+	rowLens []int
+}
+
+// decodeBag decodes and checks one bag message. Errors are *RejectError.
+func decodeBag(raw []byte, maxBytes int) (*BagMessage, error) {
+	if maxBytes > 0 && len(raw) > maxBytes {
+		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), maxBytes))
+	}
+	d := bagDecoder{s: string(raw)}
+	if err := d.document(); err != nil {
+		return nil, Reject(ReasonMalformedJSON, err)
+	}
+	switch {
+	case d.empty:
+		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", d.m.ID, mil.ErrEmptyBag))
+	case d.nonFinite != nil:
+		return nil, Reject(ReasonNonFinite, d.nonFinite)
+	case d.schema != nil:
+		return nil, Reject(ReasonSchema, d.schema)
+	}
+	m := d.message()
+	if err := checkInvariants(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// schemaf notes a schema fault; the first one is reported.
+func (d *bagDecoder) schemaf(format string, args ...any) {
+	if d.schema == nil {
+		d.schema = fmt.Errorf(format, args...)
+	}
+}
+
+// message builds the decoded message of a document without faults: the
+// rows share one backing array, each capped so an append to one cannot
+// spill into the next, and the strings are cloned in one allocation so the
+// message does not keep the whole copy of the bytes alive.
+func (d *bagDecoder) message() *BagMessage {
+	m := d.m
+	m.Instances = make([][]float64, len(d.rowLens))
+	at := 0
+	for k, n := range d.rowLens {
+		m.Instances[k] = d.floats[at : at+n : at+n]
+		at += n
+	}
+	n := len(m.ID) + len(m.Source)
+	for _, c := range m.Classes {
+		n += len(c)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(m.ID)
+	b.WriteString(m.Source)
+	for _, c := range m.Classes {
+		b.WriteString(c)
+	}
+	all := b.String()
+	m.ID, all = all[:len(m.ID)], all[len(m.ID):]
+	m.Source, all = all[:len(m.Source)], all[len(m.Source):]
+	for k, c := range m.Classes {
+		m.Classes[k], all = all[:len(c)], all[len(c):]
+	}
+	return &m
+}
+
+// document decodes the whole message: one value and nothing after it but
+// white space.
+func (d *bagDecoder) document() error {
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == '{' {
+		if err := d.bag(); err != nil {
+			return err
+		}
+	} else {
+		if err := d.skip(0); err != nil {
+			return err
+		}
+		d.schemaf("a bag is a JSON object")
+	}
+	d.space()
+	if d.i < len(d.s) {
+		return d.syntaxErr("after top-level value")
+	}
+	return nil
+}
+
+// bag decodes the top-level object.
+func (d *bagDecoder) bag() error {
+	d.i++ // {
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == '}' {
+		d.i++
+	} else {
+		for {
+			if err := d.member(); err != nil {
+				return err
+			}
+			more, err := d.next('}')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	for _, p := range [...]struct {
+		bit  uint
+		name string
+	}{{seenSchemaVersion, "schema_version"}, {seenID, "id"}, {seenDim, "dim"}, {seenInstances, "instances"}} {
+		if d.seen&p.bit == 0 {
+			d.schemaf("missing required property %q", p.name)
+		}
+	}
+	if d.seen&seenLabels != 0 && d.seen&seenClasses == 0 {
+		d.schemaf("labels without classes")
+	}
+	return nil
+}
+
+// member decodes one property of the bag object.
+func (d *bagDecoder) member() error {
+	key, err := d.key()
+	if err != nil {
+		return err
+	}
+	bit := propertyBit(key)
+	switch {
+	case bit == 0 && d.others[key]:
+		return fmt.Errorf("%w: key %q repeated in one object", ErrAmbiguous, key)
+	case bit == 0:
+		if d.others == nil {
+			d.others = map[string]bool{}
+		}
+		d.others[key] = true
+	case d.seen&bit != 0:
+		return fmt.Errorf("%w: key %q repeated in one object", ErrAmbiguous, key)
+	}
+	d.seen |= bit
+	switch bit {
+	case seenSchemaVersion:
+		if !d.atNumber() {
+			d.schemaf("schema_version is not 1")
+			return d.skip(1)
+		}
+		lit, err := d.number()
+		if lit != "1" {
+			d.schemaf("schema_version %s, want 1", lit)
+		}
+		d.m.SchemaVersion = 1
+		return err
+	case seenID:
+		id, err := d.stringValue("id", 1)
+		if n := utf8.RuneCountInString(id); err == nil && (n < 1 || n > maxIDLength) {
+			d.schemaf("id of %d characters, want 1 to %d", n, maxIDLength)
+		}
+		d.m.ID = id
+		return err
+	case seenSource:
+		d.m.Source, err = d.stringValue("source", 1)
+		return err
+	case seenDim:
+		d.m.Dim, err = d.integer("dim", 1, 1)
+		return err
+	case seenInstances:
+		return d.instances()
+	case seenClasses:
+		d.m.Classes, err = d.stringArray()
+		return err
+	case seenLabels:
+		if d.i < len(d.s) && d.s[d.i] == 'n' {
+			return d.literal("null") // unlabeled
+		}
+		d.m.Labels, err = d.integers("labels", 0)
+		if !uniqueInts(d.m.Labels) {
+			d.schemaf("labels repeat a class")
+		}
+		return err
+	case seenInstanceLabels:
+		ls, err := d.integers("instance_labels", -1)
+		if len(ls) > 0 {
+			d.m.InstanceLabels = ls
+		}
+		return err
+	}
+	d.schemaf("property %q is not in the bag schema", key)
+	return d.skip(1)
+}
+
+// key reads an object key and the colon after it, leaving d.i at the
+// value.
+func (d *bagDecoder) key() (string, error) {
+	d.space()
+	if d.i >= len(d.s) {
+		return "", errEOF
+	}
+	if d.s[d.i] != '"' {
+		return "", d.syntaxErr("looking for beginning of object key string")
+	}
+	k, err := d.str()
+	if err != nil {
+		return "", err
+	}
+	d.space()
+	if d.i >= len(d.s) {
+		return "", errEOF
+	}
+	if d.s[d.i] != ':' {
+		return "", d.syntaxErr("after object key")
+	}
+	d.i++
+	d.space()
+	return k, nil
+}
+
+// next consumes what follows a member or an element: a comma (more
+// follow) or the closing byte end.
+func (d *bagDecoder) next(end byte) (more bool, err error) {
+	d.space()
+	if d.i >= len(d.s) {
+		return false, errEOF
+	}
+	switch d.s[d.i] {
+	case ',':
+		d.i++
+		return true, nil
+	case end:
+		d.i++
+		return false, nil
+	}
+	return false, d.syntaxErr("after value")
+}
+
+// open consumes the opening byte of an array and reports whether it is
+// empty (then its closing byte is consumed too).
+func (d *bagDecoder) open() bool {
+	d.i++ // [
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == ']' {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// instances decodes the feature vectors: one row after another into one
+// backing array, each feature checked for being finite as it is read.
+func (d *bagDecoder) instances() error {
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		d.schemaf("instances is not an array")
+		return d.skip(1)
+	}
+	if d.open() {
+		d.empty = true
+		return nil
+	}
+	for k := 0; ; k++ {
+		d.space()
+		if d.i < len(d.s) && d.s[d.i] == '[' {
+			if err := d.row(k); err != nil {
+				return err
+			}
+		} else {
+			if err := d.skip(2); err != nil {
+				return err
+			}
+			d.schemaf("instance %d is not an array", k)
+		}
+		if more, err := d.next(']'); !more {
+			return err
+		}
+	}
+}
+
+// row decodes instance k.
+func (d *bagDecoder) row(k int) error {
+	n := 0
+	if d.open() {
+		d.schemaf("instance %d has no feature", k)
+	} else {
+		for ; ; n++ {
+			if err := d.feature(k, n); err != nil {
+				return err
+			}
+			more, err := d.next(']')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+		n++
+	}
+	d.rowLens = append(d.rowLens, n)
+	return nil
+}
+
+// feature decodes feature j of instance k: a number, or a fault.
+func (d *bagDecoder) feature(k, j int) error {
+	d.space()
+	switch {
+	case d.atNumber():
+		lit, err := d.number()
+		if err != nil {
+			return err
+		}
+		// A literal of the JSON grammar is Go syntax: the only error
+		// is ErrRange, with ±Inf on overflow (or 0 on underflow,
+		// which is a number).
+		f, _ := strconv.ParseFloat(lit, 64)
+		if math.IsInf(f, 0) && d.nonFinite == nil {
+			d.nonFinite = fmt.Errorf("instance %d feature %d = %s: %w", k, j, lit, mil.ErrNonFinite)
+		}
+		d.floats = append(d.floats, f)
+		return nil
+	case d.i < len(d.s) && d.s[d.i] == '"':
+		s, err := d.str()
+		if err != nil {
+			return err
+		}
+		// Spelling NaN or ±Inf as a string is not a type slip but a
+		// non-finite feature: say so.
+		s = strings.TrimSpace(s)
+		f, err := strconv.ParseFloat(s, 64)
+		if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) && d.nonFinite == nil {
+			d.nonFinite = fmt.Errorf("instance %d feature %d = %q: %w", k, j, s, mil.ErrNonFinite)
+		}
+		d.schemaf("instance %d feature %d is a string", k, j)
+		return nil
+	}
+	d.schemaf("instance %d feature %d is not a number", k, j)
+	return d.skip(3)
+}
+
+// stringValue decodes a string nested depth deep; another value is a
+// schema fault.
+func (d *bagDecoder) stringValue(name string, depth int) (string, error) {
+	if d.i < len(d.s) && d.s[d.i] == '"' {
+		return d.str()
+	}
+	d.schemaf("%s is not a string", name)
+	return "", d.skip(depth)
+}
+
+// stringArray decodes the class vocabulary: an array of strings (not nil,
+// even when empty).
+func (d *bagDecoder) stringArray() ([]string, error) {
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		d.schemaf("classes is not an array")
+		return nil, d.skip(1)
+	}
+	out := []string{}
+	if d.open() {
+		return out, nil
+	}
+	for {
+		d.space()
+		s, err := d.stringValue("a class", 2)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+		if more, err := d.next(']'); !more {
+			return out, err
+		}
+	}
+}
+
+// integers decodes an array of integers of at least min (not nil, even
+// when empty).
+func (d *bagDecoder) integers(name string, min int) ([]int, error) {
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		d.schemaf("%s is not an array", name)
+		return nil, d.skip(1)
+	}
+	out := []int{}
+	if d.open() {
+		return out, nil
+	}
+	for {
+		d.space()
+		n, err := d.integer(name, min, 2)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+		if more, err := d.next(']'); !more {
+			return out, err
+		}
+	}
+}
+
+// integer decodes an integer of at least min inside a value nested depth
+// deep. The reference accepts as integers what Go's int holds written
+// without fraction or exponent: 2.0 and 1e2 are integers to the schema but
+// not to the conversion after it, so they are schema faults either way.
+func (d *bagDecoder) integer(name string, min, depth int) (int, error) {
+	if !d.atNumber() {
+		d.schemaf("%s: not an integer", name)
+		return 0, d.skip(depth)
+	}
+	lit, err := d.number()
+	if err != nil {
+		return 0, err
+	}
+	n, perr := strconv.Atoi(lit)
+	switch {
+	case perr != nil:
+		d.schemaf("%s: %s is not an integer of %d bits", name, lit, strconv.IntSize)
+	case n < min:
+		d.schemaf("%s: %d is less than %d", name, n, min)
+	}
+	return n, nil
+}
+
+// uniqueInts reports whether no value repeats (the schema's uniqueItems).
+func uniqueInts(v []int) bool {
+	for i := 1; i < len(v); i++ {
+		if v[i] <= v[i-1] {
+			// Not ascending (rare: the invariants reject it anyway):
+			// sort a copy.
+			s := slices.Clone(v)
+			slices.Sort(s)
+			return len(slices.Compact(s)) == len(v)
+		}
+	}
+	return true
+}
+
+// checkInvariants checks what the schema cannot say, on a message that
+// passed it: every instance of length dim; labels ascending class indices
+// within the vocabulary, which they need; instance labels one per instance,
+// each a class index or -1. The schema already bounds labels (>= 0) and
+// instance labels (>= -1) from below.
+func checkInvariants(m *BagMessage) error {
+	for k, x := range m.Instances {
+		if len(x) != m.Dim {
+			return Reject(ReasonDimension, fmt.Errorf("bag %q instance %d: %w (got %d, want %d)", m.ID, k, mil.ErrDimension, len(x), m.Dim))
+		}
+	}
+	classes := len(m.Classes)
+	for i, l := range m.Labels {
+		if classes > 0 && l >= classes {
+			return Reject(ReasonLabels, fmt.Errorf("bag %q label %d: %w", m.ID, l, mil.ErrLabelRange))
+		}
+		if i > 0 && l <= m.Labels[i-1] {
+			return Reject(ReasonLabels, fmt.Errorf("bag %q: %w", m.ID, mil.ErrLabelOrder))
+		}
+	}
+	if m.InstanceLabels != nil {
+		if len(m.InstanceLabels) != len(m.Instances) {
+			return Reject(ReasonLabels, fmt.Errorf("bag %q: %w (%d labels, %d instances)", m.ID, mil.ErrInstanceMeta, len(m.InstanceLabels), len(m.Instances)))
+		}
+		for _, l := range m.InstanceLabels {
+			if classes > 0 && l >= classes {
+				return Reject(ReasonLabels, fmt.Errorf("bag %q instance label %d: %w", m.ID, l, mil.ErrLabelRange))
+			}
+		}
+	}
+	if m.Labels != nil && classes == 0 {
+		return Reject(ReasonLabels, fmt.Errorf("bag %q: labels without a class vocabulary", m.ID))
+	}
+	return nil
+}
+
+// The JSON grammar: values skipped but checked, strings, numbers, literals.
+
+// skip checks one value of any type nested depth deep (the containers
+// around it) and moves past it.
+func (d *bagDecoder) skip(depth int) error {
+	d.space()
+	if d.i >= len(d.s) {
+		return errEOF
+	}
+	switch c := d.s[d.i]; c {
+	case '{':
+		return d.skipObject(depth + 1)
+	case '[':
+		return d.skipArray(depth + 1)
+	case '"':
+		_, err := d.str()
+		return err
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	}
+	if !d.atNumber() {
+		return d.syntaxErr("looking for beginning of value")
+	}
+	_, err := d.number()
+	return err
+}
+
+func (d *bagDecoder) skipObject(depth int) error {
+	if depth > maxNesting {
+		return fmt.Errorf("exceeded max depth of %d at byte %d", maxNesting, d.i)
+	}
+	d.i++ // {
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == '}' {
+		d.i++
+		return nil
+	}
+	keys := map[string]bool{}
+	for {
+		k, err := d.key()
+		if err != nil {
+			return err
+		}
+		if keys[k] {
+			return fmt.Errorf("%w: key %q repeated in one object", ErrAmbiguous, k)
+		}
+		keys[k] = true
+		if err := d.skip(depth); err != nil {
+			return err
+		}
+		if more, err := d.next('}'); !more {
+			return err
+		}
+	}
+}
+
+func (d *bagDecoder) skipArray(depth int) error {
+	if depth > maxNesting {
+		return fmt.Errorf("exceeded max depth of %d at byte %d", maxNesting, d.i)
+	}
+	if d.open() {
+		return nil
+	}
+	for {
+		if err := d.skip(depth); err != nil {
+			return err
+		}
+		if more, err := d.next(']'); !more {
+			return err
+		}
+	}
+}
+
+func (d *bagDecoder) space() {
+	for d.i < len(d.s) {
+		switch d.s[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// syntaxErr describes the byte at d.i as unexpected, or the end of the
+// message.
+func (d *bagDecoder) syntaxErr(context string) error {
+	if d.i >= len(d.s) {
+		return errEOF
+	}
+	return fmt.Errorf("invalid character %q at byte %d %s", d.s[d.i], d.i, context)
+}
+
+func (d *bagDecoder) atNumber() bool {
+	return d.i < len(d.s) && (d.s[d.i] == '-' || isDigit(d.s[d.i]))
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// number reads a number of the JSON grammar,
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and returns its literal.
+func (d *bagDecoder) number() (string, error) {
+	start := d.i
+	if d.s[d.i] == '-' {
+		d.i++
+	}
+	switch {
+	case d.i < len(d.s) && d.s[d.i] == '0':
+		d.i++
+	case d.digits() == 0:
+		return "", d.syntaxErr("in numeric literal")
+	}
+	if d.i < len(d.s) && d.s[d.i] == '.' {
+		d.i++
+		if d.digits() == 0 {
+			return "", d.syntaxErr("after decimal point in numeric literal")
+		}
+	}
+	if d.i < len(d.s) && (d.s[d.i] == 'e' || d.s[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.s) && (d.s[d.i] == '+' || d.s[d.i] == '-') {
+			d.i++
+		}
+		if d.digits() == 0 {
+			return "", d.syntaxErr("in exponent of numeric literal")
+		}
+	}
+	return d.s[start:d.i], nil
+}
+
+func (d *bagDecoder) digits() int {
+	start := d.i
+	for d.i < len(d.s) && isDigit(d.s[d.i]) {
+		d.i++
+	}
+	return d.i - start
+}
+
+// literal reads the literal word (true, false, null).
+func (d *bagDecoder) literal(word string) error {
+	if !strings.HasPrefix(d.s[d.i:], word) {
+		return d.syntaxErr("in literal " + word)
+	}
+	d.i += len(word)
+	return nil
+}
+
+// str reads a string and returns its value: a substring of the message
+// when it has no escape. Invalid UTF-8 and unpaired surrogate escapes are
+// ErrAmbiguous: encoding/json would replace them with U+FFFD, so the value
+// decoded would not be what the bytes say.
+func (d *bagDecoder) str() (string, error) {
+	d.i++ // "
+	start := d.i
+	for d.i < len(d.s) {
+		switch c := d.s[d.i]; {
+		case c == '"':
+			d.i++
+			return d.s[start : d.i-1], nil
+		case c == '\\':
+			return d.escapedStr(start)
+		case c >= utf8.RuneSelf:
+			if err := d.utf8Rune(); err != nil {
+				return "", err
+			}
+		case c < 0x20:
+			return "", d.syntaxErr("in string literal")
+		default:
+			d.i++
+		}
+	}
+	return "", errEOF
+}
+
+// escapedStr goes on reading a string from its first escape at d.i; start
+// is where its value began.
+func (d *bagDecoder) escapedStr(start int) (string, error) {
+	b := []byte(d.s[start:d.i])
+	for d.i < len(d.s) {
+		switch c := d.s[d.i]; {
+		case c == '"':
+			d.i++
+			return string(b), nil
+		case c == '\\':
+			r, err := d.escape()
+			if err != nil {
+				return "", err
+			}
+			b = utf8.AppendRune(b, r)
+		case c >= utf8.RuneSelf:
+			from := d.i
+			if err := d.utf8Rune(); err != nil {
+				return "", err
+			}
+			b = append(b, d.s[from:d.i]...)
+		case c < 0x20:
+			return "", d.syntaxErr("in string literal")
+		default:
+			b = append(b, c)
+			d.i++
+		}
+	}
+	return "", errEOF
+}
+
+// utf8Rune moves past the multi-byte rune at d.i.
+func (d *bagDecoder) utf8Rune() error {
+	r, n := utf8.DecodeRuneInString(d.s[d.i:])
+	if r == utf8.RuneError && n == 1 {
+		return fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrAmbiguous, d.i)
+	}
+	d.i += n
+	return nil
+}
+
+// escape decodes the escape sequence at d.i, a surrogate pair as one rune.
+func (d *bagDecoder) escape() (rune, error) {
+	at := d.i
+	d.i++ // \
+	if d.i >= len(d.s) {
+		return 0, errEOF
+	}
+	c := d.s[d.i]
+	d.i++
+	switch c {
+	case '"', '\\', '/':
+		return rune(c), nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+	default:
+		d.i--
+		return 0, d.syntaxErr("in string escape code")
+	}
+	r, err := d.hex4()
+	switch {
+	case err != nil:
+		return 0, err
+	case r < 0xD800 || r >= 0xE000:
+		return r, nil
+	case r < 0xDC00 && strings.HasPrefix(d.s[d.i:], `\u`):
+		d.i += 2
+		lo, err := d.hex4()
+		if err != nil {
+			return 0, err
+		}
+		if 0xDC00 <= lo && lo < 0xE000 {
+			return utf16.DecodeRune(r, lo), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: escaped UTF-16 surrogate \\u%04X without its other half at byte %d", ErrAmbiguous, r, at)
+}
+
+// hex4 reads the 4 hex digits of a \u escape.
+func (d *bagDecoder) hex4() (rune, error) {
+	var r rune
+	for range 4 {
+		if d.i >= len(d.s) {
+			return 0, errEOF
+		}
+		c := d.s[d.i]
+		switch {
+		case isDigit(c):
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, d.syntaxErr("in \\u hexadecimal character escape")
+		}
+		r = r<<4 | rune(c)
+		d.i++
+	}
+	return r, nil
+}
