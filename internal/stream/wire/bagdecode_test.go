@@ -154,7 +154,7 @@ func bagSeeds(t testing.TB) []string {
 		deep(64), deep(10000), deep(10001), deepObj(9999), deepObj(10000), deepObj(10001),
 		bag(`"x":` + deep(9999)), bag(`"x":` + deep(10000)), bag(`"x":` + deepObj(9999)), bag(`"x":` + deepObj(10000)),
 		bag(`"classes":[` + deep(9998) + `]`), bag(`"classes":[` + deep(9999) + `]`),
-		bag(`"labels":[` + deep(9998) + `]`, `"classes":["a"]`), bag(`"labels":[` + deep(9999) + `]`, `"classes":["a"]`),
+		bag(`"labels":[`+deep(9998)+`]`, `"classes":["a"]`), bag(`"labels":[`+deep(9999)+`]`, `"classes":["a"]`),
 		bag(`"instances":[` + deep(9998) + `]`), bag(`"instances":[` + deep(9999) + `]`),
 		bag(`"instances":[[1,` + deep(9997) + `]]`), bag(`"instances":[[1,` + deep(9998) + `]]`),
 		bag(`"instances":[[1,` + deepObj(9997) + `]]`), bag(`"instances":[[1,` + deepObj(9998) + `]]`),
