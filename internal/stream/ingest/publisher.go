@@ -222,7 +222,11 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 		}
 		raws[i] = raw
 	}
-	return p.PublishRaw(ctx, raws)
+	// Encoded once, checked in memory: the verdict and reason DecodeBag
+	// would give the encoding, without decoding it again.
+	return p.publish(ctx, raws, func(i int) (*wire.BagMessage, error) {
+		return p.validator.CheckEncoded(&msgs[i], len(raws[i]))
+	})
 }
 
 // PublishRaw validates wire-format bags and publishes the valid ones;
@@ -233,6 +237,12 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 // acknowledged; a message the broker refuses even so is returned as a
 // rejection (the others of the call are published).
 func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection, error) {
+	return p.publish(ctx, raws, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) })
+}
+
+// publish publishes raws as PublishRaw does; check(i) validates raws[i]
+// (decoding it, or checking the message it was encoded from).
+func (p *Publisher) publish(ctx context.Context, raws [][]byte, check func(i int) (*wire.BagMessage, error)) ([]Rejection, error) {
 	w := p.producer(ctx)
 	var out []kafka.Message
 	var spans []trace.Span
@@ -254,7 +264,7 @@ func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection,
 	}
 	for i, raw := range raws {
 		sctx, span := p.tracer.Start(ctx, "ingest", trace.WithSpanKind(trace.SpanKindProducer))
-		bm, err := p.validator.DecodeBag(raw)
+		bm, err := check(i)
 		if err != nil {
 			reason, _ := wire.ReasonOf(err)
 			reject(i, "", reason, err, span)

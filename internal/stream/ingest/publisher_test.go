@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -103,5 +105,63 @@ func TestPublishSizeDiscipline(t *testing.T) {
 	if err := json.Unmarshal(dead[0].Value, &d); err != nil || len(dead[0].Value) > kafkaio.DefaultMaxMessageBytes ||
 		d.Stage != wire.StageIngest || d.Reason != wire.ReasonOversize || d.OriginalSize != len(tooBig) || d.OriginalSHA256 == "" {
 		t.Errorf("dead letter of %d bytes: %+v %v", len(dead[0].Value), d, err)
+	}
+}
+
+// TestPublishDatasetRejectsAsDecoding: the bags of a dataset are checked in
+// memory, not decoded back from their encoding, and must be rejected for
+// the same reasons as their encodings published raw (which are decoded):
+// a ragged instance, unsorted or out-of-range labels, an empty bag, an id
+// over the schema's 256 characters. Catches PublishDataset publishing a bag
+// without checking it, or with another reason than ingest gives its wire
+// form.
+func TestPublishDatasetRejectsAsDecoding(t *testing.T) {
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ds := &mil.Dataset{Name: "toy", Dim: 2, Classes: []string{"a", "b"}, Bags: []mil.Bag{
+		{ID: "ok", Instances: [][]float64{{1, 2}}, Labels: []int{1}},
+		{ID: "ragged", Instances: [][]float64{{1, 2}, {3}}},
+		{ID: "unsorted", Instances: [][]float64{{1, 2}}, Labels: []int{1, 0}},
+		{ID: "range", Instances: [][]float64{{1, 2}}, Labels: []int{2}},
+		{ID: "empty", Instances: [][]float64{}},
+		{ID: strings.Repeat("x", 257), Instances: [][]float64{{1, 2}}},
+		{ID: "ok-unlabeled", Instances: [][]float64{{1, 2}, {3, 4}}},
+	}}
+	want := map[int]wire.Reason{1: wire.ReasonDimension, 2: wire.ReasonLabels, 3: wire.ReasonLabels, 4: wire.ReasonEmptyBag, 5: wire.ReasonSchema}
+	reasons := func(rej []Rejection) map[int]wire.Reason {
+		out := map[int]wire.Reason{}
+		for _, r := range rej {
+			out[r.Index] = r.Reason
+		}
+		return out
+	}
+	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rej, err := p.PublishDataset(ctx, ds, ds.Bags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reasons(rej); !reflect.DeepEqual(got, want) {
+		t.Errorf("PublishDataset rejected %v, want %v", got, want)
+	}
+	var raws [][]byte
+	for i := range ds.Bags {
+		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], ds.Name, ds.Dim, ds.Classes, false))
+		raws = append(raws, raw)
+	}
+	rej, err = p.PublishRaw(ctx, raws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reasons(rej); !reflect.DeepEqual(got, want) {
+		t.Errorf("PublishRaw rejected %v, want %v", got, want)
+	}
+	if s := p.Stats(); s.Published != 4 || s.Labeled != 2 {
+		t.Errorf("stats %+v, want 4 published, 2 labeled", s)
 	}
 }
