@@ -21,6 +21,9 @@ const (
 	plot      = "gonum.org/v1/plot"
 	embedded  = modPath + "/internal/embedded"
 	testsup   = modPath + "/internal/testsupport"
+	// The generic JSON Schema validator: the services validate bags with
+	// the typed decoder (wire); the generic one is the tests' reference.
+	jsonschema = "github.com/santhosh-tekuri/jsonschema"
 )
 
 // graph is the import graph below some packages, from go list -deps.
@@ -84,16 +87,16 @@ func (g graph) chain(root, prefix string) []string {
 // embedded Redis (miniredis); the annotator kfake, miniredis or the plotting
 // library; the retrainer kfake or miniredis (its offline eval subcommand
 // plots, so gonum/plot is allowed there). No command links the embedded or
-// test-support packages.
+// test-support packages, nor the generic JSON Schema validator.
 func TestCommandsLinkOnlyWhatTheyRun(t *testing.T) {
 	rules := []struct {
 		cmd       string
 		forbidden []string
 	}{
-		{"./cmd/ingest", []string{models, kfake, miniredis, plot, embedded, testsup}},
-		{"./cmd/annotator", []string{kfake, miniredis, plot, embedded, testsup}},
-		{"./cmd/retrainer", []string{kfake, miniredis, embedded, testsup}},
-		{"./cmd/mimlctl", []string{miniredis, testsup}},
+		{"./cmd/ingest", []string{models, kfake, miniredis, plot, embedded, testsup, jsonschema}},
+		{"./cmd/annotator", []string{kfake, miniredis, plot, embedded, testsup, jsonschema}},
+		{"./cmd/retrainer", []string{kfake, miniredis, embedded, testsup, jsonschema}},
+		{"./cmd/mimlctl", []string{miniredis, testsup, jsonschema}},
 	}
 	for _, r := range rules {
 		t.Run(strings.TrimPrefix(r.cmd, "./cmd/"), func(t *testing.T) {
