@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
@@ -97,8 +98,8 @@ func propertyBit(key string) uint {
 }
 
 // bagDecoder is the state of decoding one message. Strings and number
-// literals are substrings of s, a copy of the message; what the decoded
-// message keeps is cloned.
+// literals are substrings of s, a view of the message's bytes; what the
+// decoded message keeps is copied.
 type bagDecoder struct {
 	s string
 	i int
@@ -116,12 +117,18 @@ type bagDecoder struct {
 	rowLens []int
 }
 
-// decodeBag decodes and checks one bag message. Errors are *RejectError.
-func decodeBag(raw []byte, maxBytes int) (*BagMessage, error) {
+// decode decodes and checks one bag message, raw, with d's scratch space
+// (the features and row lengths of the previous message, reused), and
+// leaves d holding no reference to raw. Errors are *RejectError.
+func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
 	if maxBytes > 0 && len(raw) > maxBytes {
 		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), maxBytes))
 	}
-	d := bagDecoder{s: string(raw)}
+	// A view of raw, not a copy: nothing d reads from it outlives this
+	// call but through message(), which copies, or an error's text,
+	// which fmt copies.
+	*d = bagDecoder{s: unsafe.String(unsafe.SliceData(raw), len(raw)), floats: d.floats[:0], rowLens: d.rowLens[:0]}
+	defer func() { d.s, d.m, d.others = "", BagMessage{}, nil }()
 	if err := d.document(); err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
 	}
@@ -149,14 +156,15 @@ func (d *bagDecoder) schemaf(format string, args ...any) {
 
 // message builds the decoded message of a document without faults: the
 // rows share one backing array, each capped so an append to one cannot
-// spill into the next, and the strings are cloned in one allocation so the
-// message does not keep the whole copy of the bytes alive.
+// spill into the next, and the strings are copied out of the message's
+// bytes in one allocation.
 func (d *bagDecoder) message() *BagMessage {
 	m := d.m
 	m.Instances = make([][]float64, len(d.rowLens))
+	floats := slices.Clone(d.floats)
 	at := 0
 	for k, n := range d.rowLens {
-		m.Instances[k] = d.floats[at : at+n : at+n]
+		m.Instances[k] = floats[at : at+n : at+n]
 		at += n
 	}
 	n := len(m.ID) + len(m.Source)
@@ -421,10 +429,7 @@ func (d *bagDecoder) feature(k, j int) error {
 		if err != nil {
 			return err
 		}
-		// A literal of the JSON grammar is Go syntax: the only error
-		// is ErrRange, with ±Inf on overflow (or 0 on underflow,
-		// which is a number).
-		f, _ := strconv.ParseFloat(lit, 64)
+		f := parseFloat(lit)
 		if math.IsInf(f, 0) && d.nonFinite == nil {
 			d.nonFinite = fmt.Errorf("instance %d feature %d = %s: %w", k, j, lit, mil.ErrNonFinite)
 		}
@@ -528,6 +533,62 @@ func (d *bagDecoder) integer(name string, min, depth int) (int, error) {
 		d.schemaf("%s: %d is less than %d", name, n, min)
 	}
 	return n, nil
+}
+
+// pow10 holds the powers of ten a float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseFloat converts a number literal of the JSON grammar as
+// strconv.ParseFloat does, bit for bit, without its generality for the
+// common case: at most 15 significant digits and at most 22 decimal
+// places, as json.Marshal writes features. The digits then form an integer
+// below 2^53 and the power of ten is exact, so one division, correctly
+// rounded, gives the correctly rounded value (Clinger's fast path, the
+// first that strconv tries too). Anything else goes to strconv.
+func parseFloat(lit string) float64 {
+	i, neg := 0, lit[0] == '-'
+	if neg {
+		i++
+	}
+	var mant uint64
+	digits, scale := 0, 0
+	for ; i < len(lit); i++ {
+		c := lit[i]
+		switch {
+		case isDigit(c):
+			mant = mant*10 + uint64(c-'0')
+			if mant != 0 {
+				digits++
+			}
+			if scale > 0 {
+				scale++
+			}
+		case c == '.':
+			scale = 1
+		default: // an exponent
+			return slowFloat(lit)
+		}
+	}
+	if digits > 15 || scale > len(pow10) {
+		return slowFloat(lit)
+	}
+	f := float64(mant)
+	if scale > 1 {
+		f /= pow10[scale-1]
+	}
+	if neg {
+		f = -f
+	}
+	return f
+}
+
+// slowFloat converts a literal of the JSON grammar, which is Go syntax: the
+// only error is ErrRange, with ±Inf on overflow (or 0 on underflow, which
+// is a number).
+func slowFloat(lit string) float64 {
+	f, _ := strconv.ParseFloat(lit, 64)
+	return f
 }
 
 // uniqueInts reports whether no value repeats (the schema's uniqueItems).

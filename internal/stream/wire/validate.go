@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -51,6 +52,10 @@ func ReasonOf(err error) (Reason, bool) {
 // invariants. It is immutable and safe for concurrent use.
 type Validator struct {
 	maxBytes int
+	// scratch holds *bagDecoder: their feature buffers, grown to the
+	// size of the messages seen, are reused rather than grown again for
+	// every message.
+	scratch sync.Pool
 }
 
 // NewValidator returns a validator of bag messages of at most maxBytes
@@ -65,7 +70,13 @@ func NewValidator(maxBytes int) (*Validator, error) {
 // actual fault: an empty bag is "empty_bag", not a generic schema
 // violation; "NaN" as a string is "non_finite".
 func (v *Validator) DecodeBag(raw []byte) (*BagMessage, error) {
-	return decodeBag(raw, v.maxBytes)
+	d, ok := v.scratch.Get().(*bagDecoder)
+	if !ok {
+		d = new(bagDecoder)
+	}
+	m, err := d.decode(raw, v.maxBytes)
+	v.scratch.Put(d)
+	return m, err
 }
 
 // CheckEncoded checks m, whose wire form (json.Marshal(m)) is size bytes
