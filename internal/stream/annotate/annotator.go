@@ -2,7 +2,6 @@ package annotate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -631,12 +630,12 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			AnnotatedAt: time.Now().UTC(), Annotator: a.cfg.Name,
 		}
 		maxOut := int(a.maxOut.Load())
-		value, err = json.Marshal(out)
+		value, err = out.MarshalJSON()
 		if err == nil && len(value) > maxOut && out.InstanceScores != nil {
 			// The per-instance scores of a very large bag would make an
 			// annotation the broker refuses; the labels still fit.
 			out.InstanceScores = nil
-			value, err = json.Marshal(out)
+			value, err = out.MarshalJSON()
 			span.AddEvent("instance scores dropped: annotation too large")
 		}
 		switch {
