@@ -69,7 +69,7 @@ func TestAnnotationJSONMatchesReflection(t *testing.T) {
 		}
 		return []int{rng.IntN(5) - 1, math.MaxInt64, math.MinInt64}[:rng.IntN(3)+1]
 	}
-	for range 20000 {
+	for range 6000 {
 		a := wire.AnnotationMessage{SchemaVersion: rng.IntN(3), BagID: pickS(), Source: pickS(), Model: pickS(), ModelVersion: pickS(), ModelID: pickS(),
 			Mode: pickS(), InstanceLabels: pickI(), BagLabels: pickI(), BagScores: pickF(), LatencyMS: floats[rng.IntN(len(floats))],
 			AnnotatedAt: times[rng.IntN(len(times))], Annotator: pickS()}
