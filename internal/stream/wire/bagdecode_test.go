@@ -511,3 +511,36 @@ func BenchmarkDecodeDocument(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodeBagErrorsNameTheFault: a dead letter's error says where the
+// fault is (which instance, which feature, which property, which byte), so
+// an operator can find it in a message of thousands of numbers. Catches an
+// index miscounted or a fault reported under another's text.
+func TestDecodeBagErrorsNameTheFault(t *testing.T) {
+	v, _ := wire.NewValidator(0)
+	cases := []struct{ raw, want string }{
+		{bag(`"instances":[[1,2],5]`), "instance 1 is not an array"},
+		{bag(`"instances":[[1,2],[3,"x"]]`), "instance 1 feature 1 is a string"},
+		{bag(`"instances":[[1,2],[3,null]]`), "instance 1 feature 1 is not a number"},
+		{bag(`"instances":[[1,2],[3," NaN"]]`), `instance 1 feature 1 = "NaN"`},
+		{bag(`"instances":[[1,2],[1e999,1]]`), "instance 1 feature 0 = 1e999"},
+		{bag(`"instances":[[1,2],[]]`), "instance 1 has no feature"},
+		{bag(`"instances":[[1,2],[3,4,5]]`), "instance 1: instance has the wrong dimension (got 3, want 2)"},
+		{bag(`"id":"` + strings.Repeat("é", 257) + `"`), "id of 257 characters"},
+		{bag(`"x":1`), `property "x" is not in the bag schema`},
+		{`{"schema_version":1,"id":"b","instances":[[1]]}`, `missing required property "dim"`},
+		{bag(`"id":"x"`, `"id":"y"`), `key "id" repeated`},
+		{bag(`"dim":2.5`), "dim: 2.5 is not an integer"},
+		{bag(`"dim":0`), "dim: 0 is less than 1"},
+		{bag(`"schema_version":3`), "schema_version 3, want 1"},
+		{`{"a":1,`, "unexpected end of JSON input"},
+		{`{"a" 1}`, `invalid character '1' at byte 5`},
+		{`{"a":"\ud800"}`, `\uD800 without its other half at byte 6`},
+	}
+	for _, c := range cases {
+		_, err := v.DecodeBag([]byte(c.raw))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.80s: error %v, want it to say %q", c.raw, err, c.want)
+		}
+	}
+}
