@@ -181,6 +181,13 @@ func bagSeeds(t testing.TB) []string {
 	for n := range len(full) {
 		seeds = append(seeds, full[:n])
 	}
+	// And of one whose extra property nests objects, arrays, escapes and
+	// literals: truncation inside the values that are only checked.
+	extra := `{"x":{"a":[{"b":"é
+"},true,false,null,-1.5e3],"c":{}},"y":[[],{}]}`
+	for n := range len(extra) {
+		seeds = append(seeds, extra[:n])
+	}
 	return seeds
 }
 
