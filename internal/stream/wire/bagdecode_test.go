@@ -115,6 +115,11 @@ func bagSeeds(t testing.TB) []string {
 		bag(`"id":"a\"b\\c\/d\b\f\n\r\t"`), bag(`"id":"\u0000"`), bag(`"id":"\u00e9\u00E9"`), bag(`"id":"caf` + "\u00e9" + `"`),
 		bag(`"id":"\ud83d\ude00"`), bag(`"id":"\ud83d"`), bag(`"id":"\ude00"`), bag(`"id":"\ud83dx"`), bag(`"id":"\ud83d\u0041"`),
 		bag(`"id":"\ud83d\ud83d\ude00"`), bag(`"id":"\ud83d\n"`), bag(`"id":"\ud83d\uzzzz"`), bag(`"id":"\ud83d\u12"`), bag(`"id":"\\ud83d"`),
+		// Surrogate escapes at the bounds of each half, and raw UTF-8
+		// (valid and not) after an escape.
+		bag(`"id":"\ud800\udc00"`), bag(`"id":"\udbff\udfff"`), bag(`"id":"\ud800\ue000"`), bag(`"id":"\ud800\udbff"`),
+		bag(`"id":"\ud7ff\ue000"`), bag(`"id":"\udfff"`), bag(`"id":"\uDBFF\uDFFF"`), bag(`"id":"\u00e9` + "\u00e9\U0001F600" + `"`),
+		bag(`"id":"\n` + "\xff" + `"`), bag(`"id":"\t` + "\xc3" + `"`), bag(`"id":"\t\u0001` + "\x01" + `"`), bag(`"id":"\t`),
 		bag(`"id":"\x"`), bag(`"id":"\u12g4"`), bag(`"id":"\u12"`), bag("\"id\":\"a\x01b\""), bag("\"id\":\"a\x7fb\""),
 		bag("\"id\":\"a\xffb\""), bag("\"id\":\"a\xc3\""), bag("\"id\":\"\xed\xa0\x80\""), bag("\"id\":\"\xef\xbf\xbd\""), bag(`"id":"\ufffd"`),
 		bag(`"id":1`), bag(`"id":null`), bag(`"id":["b"]`), bag(`"source":"s"`), bag(`"source":1`), bag(`"source":null`), bag("\"source\":\"\xff\""),
@@ -546,6 +551,7 @@ func TestDecodeBagErrorsNameTheFault(t *testing.T) {
 		{`{"a":1,`, "unexpected end of JSON input"},
 		{`{"a" 1}`, `invalid character '1' at byte 5`},
 		{`{"a":"\ud800"}`, `\uD800 without its other half at byte 6`},
+		{`{"a":"\x"}`, `invalid character 'x' at byte 7 in string escape code`},
 	}
 	for _, c := range cases {
 		_, err := v.DecodeBag([]byte(c.raw))
