@@ -32,11 +32,12 @@ import (
 // services write through a Producer, which bounds requests by the limit
 // the cluster reports and handles the records it refuses.
 func NewWriter(brokers []string, sec kafkasec.Conn) *kafka.Writer {
-	return newWriter(brokers, sec, DefaultMaxMessageBytes, 1000)
+	return newWriter(brokers, sec, DefaultMaxMessageBytes, 1000, 0)
 }
 
-func newWriter(brokers []string, sec kafkasec.Conn, maxMessageBytes, batchSize int) *kafka.Writer {
+func newWriter(brokers []string, sec kafkasec.Conn, maxMessageBytes, batchSize int, codec kafka.Compression) *kafka.Writer {
 	return &kafka.Writer{
+		Compression:  codec,
 		Addr:         kafka.TCP(brokers...),
 		Transport:    sec.Transport(),
 		RequiredAcks: kafka.RequireAll,
@@ -68,7 +69,30 @@ type ProducerConfig struct {
 	// StallAfter is how long a write may keep failing before it is
 	// reported stalled (Stall, an ERROR log); <= 0 means 30 s.
 	StallAfter time.Duration
-	Logger     *slog.Logger
+	// Compression compresses the record batches (zero: none). The size
+	// limit still applies to the uncompressed records, so a record that
+	// fits compressed but not raw is refused before it is sent, the same
+	// with or without compression.
+	Compression kafka.Compression
+	Logger      *slog.Logger
+}
+
+// ParseCompression maps a codec name (none, gzip, snappy, lz4, zstd) to
+// kafka-go's codec; "" and "none" mean no compression.
+func ParseCompression(name string) (kafka.Compression, error) {
+	switch name {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("unknown compression %q (none, gzip, snappy, lz4, zstd)", name)
 }
 
 // Producer writes messages and waits for their acknowledgement, within a
@@ -104,8 +128,8 @@ func NewProducer(cfg ProducerConfig) *Producer {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Producer{cfg: cfg,
-		batch:  newWriter(cfg.Brokers, cfg.Security, cfg.MaxMessageBytes, 1000),
-		single: newWriter(cfg.Brokers, cfg.Security, cfg.MaxMessageBytes, 1),
+		batch:  newWriter(cfg.Brokers, cfg.Security, cfg.MaxMessageBytes, 1000, cfg.Compression),
+		single: newWriter(cfg.Brokers, cfg.Security, cfg.MaxMessageBytes, 1, cfg.Compression),
 		writes: map[uint64]*writeState{}}
 }
 

@@ -87,7 +87,7 @@ func msg(topic, key string, size int) kafka.Message {
 // byte more is refused before anything is sent.
 func TestRecordSizeMatchesKafkaGo(t *testing.T) {
 	_, brokers := cluster(t, map[string]int{"t": 0})
-	w := newWriter(brokers, kafkasec.Conn{}, 8192, 1)
+	w := newWriter(brokers, kafkasec.Conn{}, 8192, 1, 0)
 	defer w.Close()
 	h := []kafka.Header{{Key: "traceparent", Value: bytes.Repeat([]byte{'0'}, 55)}, {Key: "k", Value: nil}}
 	base := RecordSize(kafka.Message{Key: []byte("key"), Headers: h})
@@ -151,7 +151,7 @@ func TestProducerBoundsRequests(t *testing.T) {
 		msgs = append(msgs, msg("dl", "same-key", 226_000+i))
 	}
 	// The failure being fixed: one request per partition of 5 MB.
-	old := newWriter(brokers, kafkasec.Conn{}, 16<<20, 1000)
+	old := newWriter(brokers, kafkasec.Conn{}, 16<<20, 1000, 0)
 	old.MaxAttempts = 1
 	err := old.WriteMessages(ctx, msgs...)
 	old.Close()
