@@ -332,7 +332,10 @@ func (p *Producer) begin() uint64 {
 }
 
 // failed records a failed attempt of write id and logs it: at WARN on the
-// first failure, at ERROR once it has failed for StallAfter.
+// first failure, at ERROR once it has failed for StallAfter. Concurrent
+// writes to a failing cluster fail together: only the first to fail is
+// logged at WARN and only the first to stall at ERROR, so an outage is
+// one WARN and one ERROR however many writes are in flight.
 func (p *Producer) failed(id uint64, msgs []kafka.Message, pending []int, err error) {
 	topics := map[string]bool{}
 	for _, i := range pending {
@@ -340,11 +343,19 @@ func (p *Producer) failed(id uint64, msgs []kafka.Message, pending []int, err er
 	}
 	p.mu.Lock()
 	s := p.writes[id]
-	first := s.err == nil
+	othersFailing, othersStalled := false, false
+	for oid, o := range p.writes {
+		if oid != id {
+			othersFailing = othersFailing || o.err != nil
+			othersStalled = othersStalled || o.stalled
+		}
+	}
+	first := s.err == nil && !othersFailing
 	s.err, s.n, s.topics = err, len(pending), slices.Sorted(maps.Keys(topics))
 	age := time.Since(s.since)
 	stall := !s.stalled && age >= p.cfg.StallAfter
 	s.stalled = s.stalled || stall
+	stall = stall && !othersStalled
 	p.mu.Unlock()
 	switch {
 	case first:
@@ -354,12 +365,18 @@ func (p *Producer) failed(id uint64, msgs []kafka.Message, pending []int, err er
 	}
 }
 
+// settle ends write id; the recovery is logged when no other write is
+// still failing.
 func (p *Producer) settle(id uint64) {
 	p.mu.Lock()
 	s := p.writes[id]
 	delete(p.writes, id)
+	othersFailing := false
+	for _, o := range p.writes {
+		othersFailing = othersFailing || o.err != nil
+	}
 	p.mu.Unlock()
-	if s != nil && s.err != nil {
+	if s != nil && s.err != nil && !othersFailing {
 		p.cfg.Logger.Info("write recovered", "after", time.Since(s.since).Round(time.Millisecond), "topics", s.topics)
 	}
 }
@@ -398,4 +415,26 @@ func (p *Producer) Retrying() (Stall, bool) {
 		return Stall{}, false
 	}
 	return Stall{Since: oldest.since, Err: oldest.err, Messages: oldest.n, Topics: oldest.topics}, true
+}
+
+// CompressionFlag is a --compression flag value: a codec name that
+// ParseCompression accepts, checked when the flag is set.
+type CompressionFlag string
+
+// String returns the codec name.
+func (c *CompressionFlag) String() string { return string(*c) }
+
+// Set checks and sets the codec name.
+func (c *CompressionFlag) Set(s string) error {
+	if _, err := ParseCompression(s); err != nil {
+		return err
+	}
+	*c = CompressionFlag(s)
+	return nil
+}
+
+// Codec returns kafka-go's codec (zero: none).
+func (c CompressionFlag) Codec() kafka.Compression {
+	codec, _ := ParseCompression(string(c))
+	return codec
 }
