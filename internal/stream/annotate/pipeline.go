@@ -46,10 +46,10 @@ type inflight struct {
 type flight struct {
 	slots chan struct{}
 
-	mu   sync.Mutex
-	cond *sync.Cond
-	// keys counts the keys of the batches being written.
-	keys map[string]int
+	// keys holds the keys of the batches being written.
+	keys *kafkaio.KeyGate
+
+	mu sync.Mutex
 	// parts counts the partitions of the batches in flight.
 	parts map[int]int
 	// onParts is told the partitions in flight whenever they change.
@@ -57,9 +57,7 @@ type flight struct {
 }
 
 func newFlight(n int, onParts func([]int)) *flight {
-	f := &flight{slots: make(chan struct{}, n), keys: map[string]int{}, parts: map[int]int{}, onParts: onParts}
-	f.cond = sync.NewCond(&f.mu)
-	return f
+	return &flight{slots: make(chan struct{}, n), keys: kafkaio.NewKeyGate(), parts: map[int]int{}, onParts: onParts}
 }
 
 // acquire takes a slot for a new batch, waiting while MaxInFlight batches
@@ -93,31 +91,19 @@ func (f *flight) claimKeys(b *inflight) {
 	for i, m := range b.msgs {
 		b.keys[i] = string(m.Key)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for slices.ContainsFunc(b.keys, func(k string) bool { return f.keys[k] > 0 }) {
-		f.cond.Wait()
-	}
-	for _, k := range b.keys {
-		f.keys[k]++
-	}
+	f.keys.Claim(b.keys)
 }
 
 // finish releases b's keys, partitions and slot.
 func (f *flight) finish(b *inflight) {
+	f.keys.Release(b.keys)
 	f.mu.Lock()
-	for _, k := range b.keys {
-		if f.keys[k]--; f.keys[k] <= 0 {
-			delete(f.keys, k)
-		}
-	}
 	for _, m := range b.msgs {
 		if f.parts[m.Partition]--; f.parts[m.Partition] <= 0 {
 			delete(f.parts, m.Partition)
 		}
 	}
 	f.onParts(slices.Sorted(maps.Keys(f.parts)))
-	f.cond.Broadcast()
 	f.mu.Unlock()
 	<-f.slots
 }
