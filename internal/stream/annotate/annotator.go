@@ -52,8 +52,10 @@ type AnnotatorConfig struct {
 	Cache FeatureCache
 	// Workers annotating a batch in parallel; <= 0 means all cores.
 	Workers int
-	// BatchSize bounds a batch; BatchWait bounds how long a batch waits to
-	// fill once its first message arrived.
+	// BatchSize bounds a batch. A batch takes the messages that have
+	// arrived; only while earlier batches wait to be annotated does it
+	// wait, at most BatchWait, to fill (an idle annotator serves a lone bag
+	// at once).
 	BatchSize int
 	BatchWait time.Duration
 	// MaxInFlight bounds the batches between their fetch and the
