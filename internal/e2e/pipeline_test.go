@@ -169,9 +169,8 @@ sampling:
 			t.Errorf("%s RSS grew from a median of %d MiB to %d MiB over the soak", name, mid>>10, last>>10)
 		}
 	}
-	if _, dups := seen.count("soak"); dups > 0 {
-		t.Logf("%d annotations redelivered", dups)
-	}
+	ids, dups := seen.count("soak")
+	t.Logf("all %d bags published annotated (%d annotations redelivered)", ids, dups)
 }
 
 // ingest runs `ingest --jsonl -` as a process fed by feed, at rate bags/s
