@@ -20,7 +20,10 @@ import (
 // (the group's reader went back to the committed offset after a
 // rebalance) starts the partition afresh: the messages of the old run
 // still in flight are forgotten, as their copies in the new run will be
-// acknowledged in their place. The committable offset never moves back: a
+// acknowledged in their place. That relies on what a group guarantees: a
+// run starts at the committed offset, and every message before it was
+// processed (this tracker never lets a commit pass an unacknowledged
+// message, and neither does another member's). The committable offset never moves back: a
 // prefix acknowledged once stays processed. It is safe for concurrent use.
 type OffsetTracker struct {
 	mu    sync.Mutex

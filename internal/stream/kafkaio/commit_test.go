@@ -164,3 +164,75 @@ func TestCommitProgressCommitsOnlyMoves(t *testing.T) {
 		t.Fatalf("commits %v, want one of partition 0 offset 5", c.calls)
 	}
 }
+
+// TestOffsetTrackerSafeUnderRedelivery fetches one partition in runs that
+// restart at random earlier offsets at or below the committable one (as a
+// rebalance sends the reader back to the committed offset), with acknowledgements of old and new runs
+// interleaved at random. After every step, every fetched offset up to the
+// committable one must have been acknowledged in some run (safety: a crash
+// then loses nothing), and once the last run is acknowledged whole the
+// committable offset is its last (liveness). Catches a tracker that lets
+// an old run's acknowledgement stand for a message the new run has not
+// redone, or that never advances after a redelivery.
+func TestOffsetTrackerSafeUnderRedelivery(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		tr := NewOffsetTracker()
+		msg := func(o int64) kafka.Message { return kafka.Message{Topic: "t", Offset: o} }
+		acked := map[int64]bool{} // acknowledged in some run
+		fetched := map[int64]bool{}
+		var unacked []int64
+		next := int64(0)
+		var lastRun []int64
+		for step := range 200 {
+			switch r := rng.IntN(10); {
+			case r < 4: // fetch more
+				n := 1 + rng.IntN(5)
+				for range n {
+					tr.Add(msg(next))
+					fetched[next] = true
+					unacked = append(unacked, next)
+					lastRun = append(lastRun, next)
+					next++
+				}
+			case r < 5 && next > 0: // redelivery from an earlier offset
+				// The group restarts from its committed offset: at most
+				// the one after the committable message (a commit not yet
+				// sent leaves it lower).
+				upTo := int64(0)
+				if c := tr.Committable(); len(c) > 0 {
+					upTo = c[0].Offset + 1
+				}
+				next = rng.Int64N(min(upTo, next) + 1)
+				lastRun = nil
+			default: // acknowledge something in flight
+				if len(unacked) == 0 {
+					continue
+				}
+				i := rng.IntN(len(unacked))
+				o := unacked[i]
+				unacked = append(unacked[:i], unacked[i+1:]...)
+				tr.Ack(msg(o))
+				acked[o] = true
+			}
+			c := tr.Committable()
+			if len(c) == 0 {
+				continue
+			}
+			for o := int64(0); o <= c[0].Offset; o++ {
+				if fetched[o] && !acked[o] {
+					t.Fatalf("seed %d step %d: committable %d but offset %d never acknowledged", seed, step, c[0].Offset, o)
+				}
+			}
+		}
+		for _, o := range lastRun {
+			tr.Ack(msg(o))
+		}
+		if len(lastRun) > 0 {
+			c := tr.Committable()
+			if want := lastRun[len(lastRun)-1]; len(c) != 1 || c[0].Offset < want {
+				t.Fatalf("seed %d: committable %v after the last run was acknowledged whole, want %d", seed, c, want)
+			}
+		}
+	}
+}
