@@ -85,7 +85,7 @@ type AnnotatorConfig struct {
 	// the stalled gauge, an ERROR log); <= 0 means 30 s.
 	StallAfter time.Duration
 	// DrainTimeout bounds the work after shutdown is requested: finishing,
-	// writing and committing the batch in flight.
+	// writing and committing the batches in flight.
 	DrainTimeout time.Duration
 	// SessionTimeout and HeartbeatInterval tune how fast the group notices
 	// a dead member.
@@ -365,8 +365,8 @@ func (a *Annotator) Handler(metrics http.Handler) http.Handler {
 	return mux
 }
 
-// Run consumes until ctx is done, then drains the batch in flight, commits
-// it and leaves the group. It returns nil on a clean shutdown.
+// Run consumes until ctx is done, then drains the batches in flight,
+// commits them and leaves the group. It returns nil on a clean shutdown.
 func (a *Annotator) Run(ctx context.Context) error {
 	log := a.cfg.Obs.Logger.With("annotator", a.cfg.Name)
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))

@@ -75,7 +75,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.Var(&c.Compression, "compression", "compression of the outputs: none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&c.Poll, "poll", c.Poll, "period of the registry check backing up promotion notifications")
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit); outputs stay within it and within the max.message.bytes the broker reports (0: 1 MiB)")
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batch in flight at shutdown")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batches in flight at shutdown")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
 	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "report the annotator stalled (/readyz 503, an ERROR log, the stalled gauge) when a batch's outputs keep failing to be written this long")
 	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
