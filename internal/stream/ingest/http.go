@@ -41,9 +41,8 @@ type HTTPConfig struct {
 }
 
 // maxBatchBytes bounds the lines held for one produce request, besides
-// HTTPConfig.Batch: with MaxLineBytes and the publisher's InFlight, it is
-// what bounds a request's memory for the body (InFlight batches in flight
-// and one filling).
+// HTTPConfig.Batch, and those of a request's batches in flight together:
+// with MaxLineBytes, it is what bounds a request's memory for the body.
 const maxBatchBytes = 4 << 20
 
 // maxRejectedLines bounds the rejected lines reported in one answer: a body
@@ -159,6 +158,7 @@ func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type httpChunk struct {
 	raws  [][]byte
 	lines []int
+	bytes int
 	rej   []Rejection
 	err   error
 	done  chan struct{}
@@ -176,19 +176,21 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 	pendingBytes := 0
 	fl := newFlights(h.pub.InFlight())
 	// chunks are the published batches not yet merged into res, in body
-	// order; inflightLines counts their lines.
+	// order; inflightLines and inflightBytes count their lines and bytes.
 	var chunks []*httpChunk
-	inflightLines := 0
+	inflightLines, inflightBytes := 0, 0
 	var failed error
 	// merge moves the outcome of the completed batches at the head of
-	// chunks into res (with wait, of every batch). After a failed batch
-	// the answer sends the client back to its first line; the batches
-	// after it are waited for, but not reported: the client resends them.
-	merge := func(wait bool) {
+	// chunks into res, waiting for the first wait of them. After a failed
+	// batch the answer sends the client back to its first line; the
+	// batches after it are waited for, but not reported: the client
+	// resends them.
+	merge := func(wait int) {
 		for len(chunks) > 0 {
 			c := chunks[0]
-			if wait {
+			if wait > 0 {
 				<-c.done
+				wait--
 			} else {
 				select {
 				case <-c.done:
@@ -198,6 +200,7 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 			}
 			chunks = chunks[1:]
 			inflightLines -= len(c.lines)
+			inflightBytes -= c.bytes
 			if failed != nil {
 				continue
 			}
@@ -231,8 +234,14 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 		if len(pending) == 0 {
 			return
 		}
-		c := &httpChunk{raws: pending, lines: pendingLines, done: make(chan struct{})}
+		c := &httpChunk{raws: pending, lines: pendingLines, bytes: pendingBytes, done: make(chan struct{})}
 		pending, pendingLines, pendingBytes = nil, nil, 0
+		// The batches in flight share one maxBatchBytes: a request holds
+		// no more of its body than it did with one batch at a time, and
+		// small batches still overlap.
+		for len(chunks) > 0 && inflightBytes+c.bytes > maxBatchBytes {
+			merge(1)
+		}
 		keys := make([]string, 0, len(c.raws))
 		for _, raw := range c.raws {
 			if id, ok := topLevelID(raw); ok {
@@ -241,6 +250,7 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 		}
 		chunks = append(chunks, c)
 		inflightLines += len(c.lines)
+		inflightBytes += c.bytes
 		err := fl.Go(ctx, keys, func() error {
 			defer close(c.done)
 			c.rej, c.err = h.pub.PublishRaw(ctx, c.raws)
@@ -251,7 +261,7 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 			c.err = err
 			close(c.done)
 		}
-		merge(false)
+		merge(0)
 	}
 	status := http.StatusOK
 	nonBlank := 0
@@ -296,12 +306,12 @@ read:
 		// be rejected too: when they could reach the bound, their outcome
 		// is awaited first.
 		if len(pending)+inflightLines >= maxRejectedLines-len(res.Rejected) {
-			merge(true)
+			merge(len(chunks))
 		}
 		if len(pending) > 0 && (len(pending) >= h.cfg.Batch || pendingBytes >= maxBatchBytes || len(pending) >= maxRejectedLines-len(res.Rejected)) {
 			flush()
 			if len(pending)+inflightLines >= maxRejectedLines-len(res.Rejected) {
-				merge(true)
+				merge(len(chunks))
 			}
 		}
 		if failed == nil && len(res.Rejected) >= maxRejectedLines {
@@ -316,7 +326,7 @@ read:
 	if failed == nil {
 		flush()
 	}
-	merge(true)
+	merge(len(chunks))
 	_ = fl.Wait() // the batches' errors are merged above
 	// Oversize lines are reported as read, the batches' rejections as they
 	// complete: the answer lists them in body order.
