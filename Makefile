@@ -1,7 +1,7 @@
 # The README's two commands: `make demo` runs the main job, `make test` the tests.
 GO ?= go
 
-.PHONY: test vet bench demo build mutate chaos status-screenshot
+.PHONY: test vet bench soak demo build mutate chaos status-screenshot
 test: vet
 	$(GO) test -count=1 -timeout 80m ./...
 
@@ -19,10 +19,20 @@ build:
 demo:
 	$(GO) run ./cmd/demo
 
-# End-to-end throughput and p50/p99 latency on loopback next to the
-# throughput of the annotate step alone (their ratio is e2e/annotate).
+# End-to-end throughput on loopback next to its ceilings: the raw kafka-go
+# produce rate of the same messages on the same broker and the annotate
+# step alone (e2e/raw_produce, e2e/annotate); p50/p99 latency at half and
+# a tenth of the end-to-end rate; one sub-benchmark per output compression
+# (MIMLSTREAM_BENCH_CODECS=none,lz4,zstd to change).
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 5x -timeout 20m ./internal/e2e/
+
+# ingest, an annotator and the retrainer as processes for 60 s at 80% of
+# the maximum rate measured first (MIMLSTREAM_SOAK_DURATION=5m to change):
+# nothing lost, the RSS of every service flat (samples logged). Not in
+# `make test`.
+soak:
+	MIMLSTREAM_SOAK=1 $(GO) test -count=1 -run TestSoak -v -timeout 30m ./internal/e2e/
 
 # The status page rendered in headless Chromium with real data, saved as the
 # README's screenshot.

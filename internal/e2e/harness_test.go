@@ -50,6 +50,12 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(cli.ExitCode("annotator", os.Stderr, err))
 	}
+	if os.Getenv(roleEnv) == "ingest" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := ingest.Command(ctx, service.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
+		stop()
+		os.Exit(cli.ExitCode("ingest", os.Stderr, err))
+	}
 	if os.Getenv(roleEnv) == "retrainer" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := retrain.ServeCommand(ctx, service.Env{Stdout: os.Stdout, Stderr: os.Stderr}, kinds(), os.Args[1:])

@@ -48,11 +48,12 @@
 //
 // # Delivery
 //
-// The annotator commits a batch's offsets only after every output of the
-// batch (annotation or dead letter) is acknowledged: at least once. A crash
-// re-delivers the uncommitted batch; outputs keyed by bag id make the
-// duplicates idempotent downstream. A graceful stop (SIGTERM) finishes,
-// writes and commits the batch in flight, so its successor redoes nothing.
+// The annotator keeps several batches in flight and commits, periodically,
+// an offset only once the outputs (annotations or dead letters) of every
+// message up to it are acknowledged: at least once. A crash re-delivers
+// what is not committed; outputs keyed by bag id make the duplicates
+// idempotent downstream. A graceful stop (SIGTERM) finishes, writes and
+// commits the batches in flight, so its successor redoes nothing.
 // A model swap takes effect between batches: every bag is annotated by
 // exactly one model version.
 //

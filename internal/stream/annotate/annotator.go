@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,10 +51,23 @@ type AnnotatorConfig struct {
 	Cache FeatureCache
 	// Workers annotating a batch in parallel; <= 0 means all cores.
 	Workers int
-	// BatchSize bounds a batch; BatchWait bounds how long a batch waits to
-	// fill once its first message arrived.
+	// BatchSize bounds a batch. A batch takes the messages that have
+	// arrived; only while earlier batches wait to be annotated does it
+	// wait, at most BatchWait, to fill (an idle annotator serves a lone bag
+	// at once).
 	BatchSize int
 	BatchWait time.Duration
+	// MaxInFlight bounds the batches between their fetch and the
+	// acknowledgement of their outputs: while some are being written the
+	// next ones are fetched and annotated. <= 0 means 4.
+	MaxInFlight int
+	// CommitInterval is the period of the offset commits (of the messages
+	// whose outputs, and those of every message before them, are
+	// acknowledged); <= 0 means 200 ms. A crash redelivers at most what
+	// arrived in the last interval, plus the batches in flight.
+	CommitInterval time.Duration
+	// Compression compresses the outputs' record batches (zero: none).
+	Compression kafka.Compression
 	// PollInterval is the period of the registry check that backs up the
 	// pub/sub notification (which is at most once).
 	PollInterval time.Duration
@@ -73,7 +84,7 @@ type AnnotatorConfig struct {
 	// the stalled gauge, an ERROR log); <= 0 means 30 s.
 	StallAfter time.Duration
 	// DrainTimeout bounds the work after shutdown is requested: finishing,
-	// writing and committing the batch in flight.
+	// writing and committing the batches in flight.
 	DrainTimeout time.Duration
 	// SessionTimeout and HeartbeatInterval tune how fast the group notices
 	// a dead member.
@@ -91,6 +102,12 @@ func (c *AnnotatorConfig) defaults() {
 	}
 	if c.BatchWait <= 0 {
 		c.BatchWait = 20 * time.Millisecond
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4
+	}
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = 200 * time.Millisecond
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 5 * time.Second
@@ -114,9 +131,10 @@ func (c *AnnotatorConfig) defaults() {
 }
 
 // Annotator consumes bags, annotates them with the registry's current model
-// and writes annotations and dead letters. Offsets are committed only after
-// every output of a batch is acknowledged (at-least-once; outputs are keyed
-// by bag id so duplicates are idempotent downstream).
+// and writes annotations and dead letters, with several batches in flight
+// (see consume). An offset is committed only after the outputs of every
+// message up to it are acknowledged (at-least-once; outputs are keyed by
+// bag id so duplicates are idempotent downstream).
 type Annotator struct {
 	cfg       AnnotatorConfig
 	validator *wire.Validator
@@ -346,8 +364,8 @@ func (a *Annotator) Handler(metrics http.Handler) http.Handler {
 	return mux
 }
 
-// Run consumes until ctx is done, then drains the batch in flight, commits
-// it and leaves the group. It returns nil on a clean shutdown.
+// Run consumes until ctx is done, then drains the batches in flight,
+// commits them and leaves the group. It returns nil on a clean shutdown.
 func (a *Annotator) Run(ctx context.Context) error {
 	log := a.cfg.Obs.Logger.With("annotator", a.cfg.Name)
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -397,7 +415,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 	}
 	a.maxOut.Store(int64(a.outputLimit(limit)))
 	w := kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: a.cfg.Brokers, Security: a.cfg.Security, MaxMessageBytes: limit,
-		StallAfter: a.cfg.StallAfter, Logger: log})
+		StallAfter: a.cfg.StallAfter, Compression: a.cfg.Compression, Logger: log})
 	a.producer.Store(w)
 	defer func() {
 		a.consuming.Store(false)
@@ -411,55 +429,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 	a.consuming.Store(true)
 	log.Info("consuming", "topic", a.cfg.Topics.Annotate, "group", a.cfg.GroupID, "model", a.ModelVersion(), "max_message_bytes", limit)
 
-	for {
-		batch := a.fetchBatch(ctx, r)
-		if len(batch) > 0 {
-			// A shutdown request does not interrupt the batch in flight:
-			// it completes (written, acknowledged, committed) unless the
-			// drain deadline passes first. Dropping it would only force
-			// another member to redo it.
-			bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
-			stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(a.cfg.DrainTimeout, cancelBatch) })
-			err := a.handleBatch(bctx, r, w, batch)
-			stopDrainTimer()
-			cancelBatch()
-			if err != nil {
-				if ctx.Err() != nil {
-					log.Warn("drain incomplete; uncommitted bags will be redelivered", "err", err, "bags", len(batch))
-					return nil
-				}
-				return err
-			}
-		}
-		if ctx.Err() != nil {
-			log.Info("drained; leaving the group")
-			return nil
-		}
-	}
-}
-
-// fetchBatch returns up to BatchSize messages: it blocks for the first, then
-// takes what arrives within BatchWait. It returns what it has when ctx ends.
-func (a *Annotator) fetchBatch(ctx context.Context, r *kafka.Reader) []kafka.Message {
-	first, err := r.FetchMessage(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			a.cfg.Obs.Logger.Warn("fetch", "err", err)
-			time.Sleep(100 * time.Millisecond)
-		}
-		return nil
-	}
-	batch := []kafka.Message{first}
-	wctx, cancel := context.WithTimeout(ctx, a.cfg.BatchWait)
-	defer cancel()
-	for len(batch) < a.cfg.BatchSize {
-		m, err := r.FetchMessage(wctx)
-		if err != nil {
-			break
-		}
-		batch = append(batch, m)
-	}
-	return batch
+	return a.consume(ctx, r, w)
 }
 
 // output is what one input message produced.
@@ -473,29 +443,33 @@ type output struct {
 	latency time.Duration
 }
 
-// handleBatch annotates a batch with one model snapshot (so a hot swap lands
-// between batches, never inside one), writes every output, waits for the
-// acknowledgements, then commits.
-func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafkaio.Producer, batch []kafka.Message) error {
-	sm := a.model.Load()
+// processBatch turns a batch of input messages into their outputs
+// (annotations or dead letters), in order, with one model snapshot, so a
+// hot swap lands between batches, never inside one. Workers process the
+// messages in parallel.
+func (a *Annotator) processBatch(ctx context.Context, sm *servedModel, batch []kafka.Message) []output {
 	outs := make([]output, len(batch))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(a.cfg.Workers, len(batch)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range work {
 				outs[i] = a.process(ctx, sm, batch[i])
 			}
-		}()
+		})
 	}
 	for i := range batch {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
+	return outs
+}
 
+// writeBatch writes the outputs of a batch, waits for their
+// acknowledgement and records the batch's metrics. It fails only when ctx
+// ends first; the caller then must not commit the batch.
+func (a *Annotator) writeBatch(ctx context.Context, w *kafkaio.Producer, batch []kafka.Message, outs []output) error {
 	err := a.writeOutputs(ctx, w, batch, outs)
 	now := time.Now()
 	for i := range outs {
@@ -525,12 +499,6 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafkaio
 	for _, m := range batch {
 		a.lag.Observe(m.Partition, m.HighWaterMark-m.Offset-1, now)
 	}
-	if err := r.CommitMessages(ctx, batch...); err != nil {
-		// The outputs are out; a failed commit (a rebalance moved the
-		// partition, say) only means redelivery, which the keyed outputs
-		// make idempotent. Not a reason to stop serving.
-		a.cfg.Obs.Logger.Warn("commit failed; the batch may be redelivered", "err", err, "bags", len(batch))
-	}
 	return nil
 }
 
@@ -540,12 +508,6 @@ func (a *Annotator) handleBatch(ctx context.Context, r *kafka.Reader, w *kafkaio
 // refused in turn is logged and dropped, so one record never holds its
 // partition back.
 func (a *Annotator) writeOutputs(ctx context.Context, w *kafkaio.Producer, batch []kafka.Message, outs []output) error {
-	parts := map[int]bool{}
-	for _, m := range batch {
-		parts[m.Partition] = true
-	}
-	sorted := slices.Sorted(maps.Keys(parts))
-	a.batchParts.Store(&sorted)
 	idx := make([]int, len(outs)) // outputs still to write
 	for i := range idx {
 		idx[i] = i

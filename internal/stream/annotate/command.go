@@ -13,6 +13,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -31,9 +32,14 @@ type Config struct {
 	VerifyKey          string
 	Workers, BatchSize int
 	BatchWait, Poll    time.Duration
-	MaxMessageBytes    int
-	DrainTimeout       time.Duration
-	SessionTimeout     time.Duration
+	// MaxInFlight batches between fetch and acknowledgement; outputs are
+	// committed every CommitInterval.
+	MaxInFlight     int
+	CommitInterval  time.Duration
+	Compression     kafkaio.CompressionFlag
+	MaxMessageBytes int
+	DrainTimeout    time.Duration
+	SessionTimeout  time.Duration
 	// StallAfter is how long a batch's outputs may keep failing to be
 	// written before /readyz reports the annotator stalled.
 	StallAfter time.Duration
@@ -49,7 +55,7 @@ func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
-		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
+		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 }
 
@@ -63,10 +69,13 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.VerifyKey, "verify-key", c.VerifyKey, "PEM `file` of the Ed25519 public key models must be signed with (retrainer --signing-key); unsigned or badly signed models are refused (empty: signatures not checked)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
-	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch waits to fill")
+	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch may wait to fill while earlier batches wait to be annotated (an idle annotator does not wait)")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "batches annotated and written concurrently, between their fetch and the acknowledgement of their outputs")
+	fs.DurationVar(&c.CommitInterval, "commit-interval", c.CommitInterval, "period of the offset commits (only of bags whose outputs, and those of every bag before them, are acknowledged)")
+	fs.Var(&c.Compression, "compression", "compression of the outputs: none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&c.Poll, "poll", c.Poll, "period of the registry check backing up promotion notifications")
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit); outputs stay within it and within the max.message.bytes the broker reports (0: 1 MiB)")
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batch in flight at shutdown")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batches in flight at shutdown")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
 	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "report the annotator stalled (/readyz 503, an ERROR log, the stalled gauge) when a batch's outputs keep failing to be written this long")
 	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
@@ -151,8 +160,8 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
 		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
-		StallAfter: cfg.StallAfter,
-		Obs:        rt.Obs(),
+		StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(),
+		Obs: rt.Obs(),
 	}
 	if !cfg.NoFeatureCache {
 		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)

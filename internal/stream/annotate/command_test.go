@@ -66,3 +66,30 @@ func TestVerifyKeyUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownCompressionIsAUsageError: a codec kafka-go does not have, by
+// flag or by environment, is a usage error naming the flag before anything
+// connects, not a writer that fails at the first batch.
+func TestUnknownCompressionIsAUsageError(t *testing.T) {
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"flag", []string{"--compression", "brotli"}, ""},
+		{"env", nil, "brotli"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("MIMLSTREAM_ANNOTATOR_COMPRESSION", tc.env)
+			}
+			var stderr bytes.Buffer
+			err := Command(context.Background(), service.Env{Stdout: &stderr, Stderr: &stderr}, kinds,
+				append([]string{"--brokers", "127.0.0.1:1", "--redis", "127.0.0.1:1"}, tc.args...))
+			if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "compression") {
+				t.Errorf("compression brotli: %v, want a usage error naming the flag", err)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
@@ -33,6 +34,10 @@ type Config struct {
 	MaxMessageBytes     int
 	Batch, Limit        int
 	Progress            bool
+	// InFlight batches of a stream are published concurrently, with
+	// Compression.
+	InFlight    int
+	Compression kafkaio.CompressionFlag
 	// The HTTP endpoint (--listen): bearer tokens, TLS, body limit,
 	// concurrency bound and timeouts.
 	AuthTokenFile   string
@@ -45,7 +50,7 @@ type Config struct {
 // DefaultConfig returns the defaults of the ingest flags.
 func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
-		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true,
+		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true, InFlight: 4, Compression: "none",
 		MaxBodyBytes: 64 << 20, MaxConcurrent: 8,
 		Timeouts: httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute}}
 }
@@ -70,6 +75,8 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeouts.Write, "write-timeout", c.Timeouts.Write, "time from the end of the request headers to the end of the answer (reading, publishing, answering)")
 	fs.DurationVar(&c.Timeouts.Idle, "idle-timeout", c.Timeouts.Idle, "time an idle keep-alive connection stays open")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "bags per produce batch")
+	fs.IntVar(&c.InFlight, "in-flight", c.InFlight, "produce batches of one stream (the file, standard input, an HTTP request) in flight at once")
+	fs.Var(&c.Compression, "compression", "compression of the produced batches: none, gzip, snappy, lz4 or zstd")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
 	fs.BoolVar(&c.Progress, "progress", c.Progress, "show a progress bar for files")
@@ -182,7 +189,8 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	pub, err := NewPublisher(PublisherConfig{Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
-		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes, Obs: rt.Obs()})
+		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes,
+		InFlight: cfg.InFlight, Compression: cfg.Compression.Codec(), Obs: rt.Obs()})
 	if err != nil {
 		rt.Close()
 		return nil, err
@@ -261,8 +269,10 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 
 // PublishBags publishes bags of ds in order, in batches of at most batch
 // bags, at most rate bags per second on average (0: as fast as they are
-// acknowledged), and calls progress, when not nil, with the number of bags
-// published after each batch. A paced stream uses batches of a tenth of a
+// acknowledged), with up to the publisher's InFlight batches in flight
+// (the bags of one id in order all the same), and calls progress, when not
+// nil, with the number of bags published (every bag before it
+// acknowledged) as that grows. A paced stream uses batches of a tenth of a
 // second at most, so it stays smooth. The ingest command's --data and the
 // demo both publish through it.
 func PublishBags(ctx context.Context, pub *Publisher, ds *mil.Dataset, bags []mil.Bag, rate float64, batch int, progress func(published int)) error {
@@ -271,19 +281,32 @@ func PublishBags(ctx context.Context, pub *Publisher, ds *mil.Dataset, bags []mi
 		batch = max(1, min(batch, int(rate/10)))
 	}
 	p := newPacer(rate)
+	fl := newFlights(pub.InFlight())
+	done := newInOrder(progress)
 	for i := 0; i < len(bags); i += batch {
 		j := min(i+batch, len(bags))
-		if _, err := pub.PublishDataset(ctx, ds, bags[i:j]); err != nil {
-			return err
+		keys := make([]string, j-i)
+		for k := range keys {
+			keys[k] = bags[i+k].ID
 		}
-		if progress != nil {
-			progress(j)
+		err := fl.Go(ctx, keys, func() error {
+			if _, err := pub.PublishDataset(ctx, ds, bags[i:j]); err != nil {
+				return err
+			}
+			done.complete(i, j)
+			return nil
+		})
+		if err == nil {
+			err = p.wait(ctx, j-i)
 		}
-		if err := p.wait(ctx, j-i); err != nil {
+		if err != nil {
+			if werr := fl.Wait(); werr != nil {
+				return werr
+			}
 			return err
 		}
 	}
-	return nil
+	return fl.Wait()
 }
 
 func (s *Service) ingestDataset(ctx context.Context) error {
@@ -344,19 +367,35 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 	// rejected as oversize rather than breaking the scan.
 	sc.Buffer(make([]byte, 0, 1<<20), max(f.MaxMessageBytes*2, 64<<20))
 	p := newPacer(f.Rate)
+	fl := newFlights(s.pub.InFlight())
 	var pending [][]byte
+	// stop reports the first error of a chunk in flight before err: it is
+	// the cause of err when fl.Go refused the next chunk.
+	stop := func(err error) error {
+		if werr := fl.Wait(); werr != nil {
+			return werr
+		}
+		return err
+	}
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
 		}
-		if _, err := s.pub.PublishRaw(ctx, pending); err != nil {
+		chunk := pending
+		pending = nil
+		keys := make([]string, 0, len(chunk))
+		for _, raw := range chunk {
+			if id, ok := topLevelID(raw); ok {
+				keys = append(keys, string(id))
+			}
+		}
+		if err := fl.Go(ctx, keys, func() error {
+			_, err := s.pub.PublishRaw(ctx, chunk)
+			return err
+		}); err != nil {
 			return err
 		}
-		if err := p.wait(ctx, len(pending)); err != nil {
-			return err
-		}
-		pending = pending[:0]
-		return nil
+		return p.wait(ctx, len(chunk))
 	}
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
@@ -367,14 +406,17 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 		pending = append(pending, append([]byte(nil), line...))
 		if len(pending) >= max(1, f.Batch) {
 			if err := flush(); err != nil {
-				return err
+				return stop(err)
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", f.JSONL, err)
+		return stop(fmt.Errorf("read %s: %w", f.JSONL, err))
 	}
 	if err := flush(); err != nil {
+		return stop(err)
+	}
+	if err := fl.Wait(); err != nil {
 		return err
 	}
 	_ = bar.Finish()

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,8 +41,8 @@ type HTTPConfig struct {
 }
 
 // maxBatchBytes bounds the lines held for one produce request, besides
-// HTTPConfig.Batch: with MaxLineBytes, it is what bounds a request's memory
-// for the body.
+// HTTPConfig.Batch, and those of a request's batches in flight together:
+// with MaxLineBytes, it is what bounds a request's memory for the body.
 const maxBatchBytes = 4 << 20
 
 // maxRejectedLines bounds the rejected lines reported in one answer: a body
@@ -153,49 +154,120 @@ func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.write(w, status, res, &accepted)
 }
 
-// process reads and publishes body, fills res and returns the status.
+// httpChunk is a batch of lines of one request being published.
+type httpChunk struct {
+	raws  [][]byte
+	lines []int
+	bytes int
+	rej   []Rejection
+	err   error
+	done  chan struct{}
+}
+
+// process reads and publishes body, fills res and returns the status. Up
+// to the publisher's InFlight batches of the body are published at once;
+// their outcomes are merged into res in body order, and the answer is
+// written only after every line's record is acknowledged (or the publish
+// failed).
 func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResult, accepted *ids) int {
 	lines := httpguard.NewLines(body, h.cfg.MaxLineBytes, h.cfg.MaxBodyBytes)
 	var pending [][]byte
 	var pendingLines []int
 	pendingBytes := 0
-	// flush publishes the pending lines; on failure their fate is unknown
-	// and the answer sends the client back to the first of them.
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		rej, err := h.pub.PublishRaw(ctx, pending)
-		if err != nil {
-			res.NextLine = pendingLines[0]
-			return err
-		}
-		refused := make(map[int]bool, len(rej))
-		for _, x := range rej {
-			refused[x.Index] = true
-			res.Rejected = append(res.Rejected, LineRejection{Line: pendingLines[x.Index], Reason: x.Reason, Error: x.Error})
-		}
-		for i, raw := range pending {
-			if refused[i] {
+	fl := newFlights(h.pub.InFlight())
+	// chunks are the published batches not yet merged into res, in body
+	// order; inflightLines and inflightBytes count their lines and bytes.
+	var chunks []*httpChunk
+	inflightLines, inflightBytes := 0, 0
+	var failed error
+	// merge moves the outcome of the completed batches at the head of
+	// chunks into res, waiting for the first wait of them. After a failed
+	// batch the answer sends the client back to its first line; the
+	// batches after it are waited for, but not reported: the client
+	// resends them.
+	merge := func(wait int) {
+		for len(chunks) > 0 {
+			c := chunks[0]
+			if wait > 0 {
+				<-c.done
+				wait--
+			} else {
+				select {
+				case <-c.done:
+				default:
+					return
+				}
+			}
+			chunks = chunks[1:]
+			inflightLines -= len(c.lines)
+			inflightBytes -= c.bytes
+			if failed != nil {
 				continue
 			}
-			id, ok := topLevelID(raw)
-			if !ok {
-				// The publisher accepted it, so it has an id; this is a
-				// bug of topLevelID, not of the client.
-				h.log.Error("accepted bag without a readable id", "line", pendingLines[i])
+			if c.err != nil {
+				failed = c.err
+				res.NextLine = c.lines[0]
+				continue
 			}
-			accepted.add(id)
-			res.Accepted++
+			refused := make(map[int]bool, len(c.rej))
+			for _, x := range c.rej {
+				refused[x.Index] = true
+				res.Rejected = append(res.Rejected, LineRejection{Line: c.lines[x.Index], Reason: x.Reason, Error: x.Error})
+			}
+			for i, raw := range c.raws {
+				if refused[i] {
+					continue
+				}
+				id, ok := topLevelID(raw)
+				if !ok {
+					// The publisher accepted it, so it has an id; this is a
+					// bug of topLevelID, not of the client.
+					h.log.Error("accepted bag without a readable id", "line", c.lines[i])
+				}
+				accepted.add(id)
+				res.Accepted++
+			}
 		}
-		pending, pendingLines, pendingBytes = pending[:0], pendingLines[:0], 0
-		return nil
+	}
+	// flush starts publishing the pending lines.
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		c := &httpChunk{raws: pending, lines: pendingLines, bytes: pendingBytes, done: make(chan struct{})}
+		pending, pendingLines, pendingBytes = nil, nil, 0
+		// The batches in flight share one maxBatchBytes: a request holds
+		// no more of its body than it did with one batch at a time, and
+		// small batches still overlap.
+		for len(chunks) > 0 && inflightBytes+c.bytes > maxBatchBytes {
+			merge(1)
+		}
+		keys := make([]string, 0, len(c.raws))
+		for _, raw := range c.raws {
+			if id, ok := topLevelID(raw); ok {
+				keys = append(keys, string(id))
+			}
+		}
+		chunks = append(chunks, c)
+		inflightLines += len(c.lines)
+		inflightBytes += c.bytes
+		err := fl.Go(ctx, keys, func() error {
+			defer close(c.done)
+			c.rej, c.err = h.pub.PublishRaw(ctx, c.raws)
+			return c.err
+		})
+		if err != nil {
+			// Not started: an earlier batch failed or the request ended.
+			c.err = err
+			close(c.done)
+		}
+		merge(0)
 	}
 	status := http.StatusOK
 	nonBlank := 0
 	var stop error
 read:
-	for {
+	for failed == nil {
 		line, n, err := lines.Next()
 		switch {
 		case errors.Is(err, io.EOF):
@@ -230,13 +302,19 @@ read:
 		}
 		// A batch is published when full, and before it could take the
 		// rejections past maxRejectedLines: the pending lines stay fewer
-		// than the rejections still allowed.
+		// than the rejections still allowed. The lines in flight may all
+		// be rejected too: when they could reach the bound, their outcome
+		// is awaited first.
+		if len(pending)+inflightLines >= maxRejectedLines-len(res.Rejected) {
+			merge(len(chunks))
+		}
 		if len(pending) > 0 && (len(pending) >= h.cfg.Batch || pendingBytes >= maxBatchBytes || len(pending) >= maxRejectedLines-len(res.Rejected)) {
-			if err := flush(); err != nil {
-				return h.publishFailed(res, err)
+			flush()
+			if len(pending)+inflightLines >= maxRejectedLines-len(res.Rejected) {
+				merge(len(chunks))
 			}
 		}
-		if len(res.Rejected) >= maxRejectedLines {
+		if failed == nil && len(res.Rejected) >= maxRejectedLines {
 			res.NextLine = res.Lines + 1
 			stop = fmt.Errorf("%d lines rejected, the most one answer reports; processing stopped", maxRejectedLines)
 			status = http.StatusUnprocessableEntity
@@ -245,8 +323,19 @@ read:
 	}
 	// Lines read whole before the body ended (or was cut off) are
 	// published whatever happened after them.
-	if err := flush(); err != nil {
-		return h.publishFailed(res, err)
+	if failed == nil {
+		flush()
+	}
+	merge(len(chunks))
+	_ = fl.Wait() // the batches' errors are merged above
+	// Oversize lines are reported as read, the batches' rejections as they
+	// complete: the answer lists them in body order.
+	slices.SortStableFunc(res.Rejected, func(a, b LineRejection) int { return a.Line - b.Line })
+	if failed != nil {
+		// The client resends from NextLine: what lies beyond is not
+		// reported.
+		res.Rejected = slices.DeleteFunc(res.Rejected, func(r LineRejection) bool { return r.Line >= res.NextLine })
+		return h.publishFailed(res, failed)
 	}
 	if stop != nil {
 		res.Error = stop.Error()

@@ -48,7 +48,12 @@ type PublisherConfig struct {
 	// StallAfter is how long a publish may keep failing before it is
 	// logged at ERROR and reported by Stalled; <= 0 means 30 s.
 	StallAfter time.Duration
-	Obs        service.Observability
+	// Compression compresses the record batches (zero: none).
+	Compression kafka.Compression
+	// InFlight bounds the batches of one stream (a file, standard input,
+	// an HTTP request) published concurrently; <= 0 means 4.
+	InFlight int
+	Obs      service.Observability
 }
 
 // Publisher validates bags and publishes them. It is safe for concurrent use.
@@ -128,7 +133,7 @@ func (p *Publisher) producer(ctx context.Context) *kafkaio.Producer {
 		p.cfg.Obs.Logger.Warn("the cluster does not report the topics' max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
 	}
 	p.w = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: p.cfg.Brokers, Security: p.cfg.Security, MaxMessageBytes: limit,
-		StallAfter: p.cfg.StallAfter, Logger: p.cfg.Obs.Logger})
+		StallAfter: p.cfg.StallAfter, Compression: p.cfg.Compression, Logger: p.cfg.Obs.Logger})
 	return p.w
 }
 
@@ -178,6 +183,14 @@ func (p *Publisher) Stats() IngestStats {
 		s.Rejected[k] = v
 	}
 	return s
+}
+
+// InFlight returns how many batches of one stream may be in flight.
+func (p *Publisher) InFlight() int {
+	if p.cfg.InFlight <= 0 {
+		return 4
+	}
+	return p.cfg.InFlight
 }
 
 // KeepLabels reports whether a labeled bag keeps its labels under the label

@@ -87,7 +87,7 @@ func msg(topic, key string, size int) kafka.Message {
 // byte more is refused before anything is sent.
 func TestRecordSizeMatchesKafkaGo(t *testing.T) {
 	_, brokers := cluster(t, map[string]int{"t": 0})
-	w := newWriter(brokers, kafkasec.Conn{}, 8192, 1)
+	w := newWriter(brokers, kafkasec.Conn{}, 8192, 1, 0)
 	defer w.Close()
 	h := []kafka.Header{{Key: "traceparent", Value: bytes.Repeat([]byte{'0'}, 55)}, {Key: "k", Value: nil}}
 	base := RecordSize(kafka.Message{Key: []byte("key"), Headers: h})
@@ -151,7 +151,7 @@ func TestProducerBoundsRequests(t *testing.T) {
 		msgs = append(msgs, msg("dl", "same-key", 226_000+i))
 	}
 	// The failure being fixed: one request per partition of 5 MB.
-	old := newWriter(brokers, kafkasec.Conn{}, 16<<20, 1000)
+	old := newWriter(brokers, kafkasec.Conn{}, 16<<20, 1000, 0)
 	old.MaxAttempts = 1
 	err := old.WriteMessages(ctx, msgs...)
 	old.Close()
@@ -268,5 +268,50 @@ func TestProducerReportsStall(t *testing.T) {
 	}
 	if n := len(readAll(t, brokers, "out")); n != 2 {
 		t.Errorf("%d records written, want 2", n)
+	}
+}
+
+// TestCompressedWritesReadBack writes with each codec and reads the same
+// keys and values back, and checks ParseCompression refuses an unknown
+// name. Catches a codec the broker or the reader cannot handle (the
+// pipeline would stall at the first compressed batch) and a flag that
+// silently falls back to no compression.
+func TestCompressedWritesReadBack(t *testing.T) {
+	if _, err := ParseCompression("brotli"); err == nil {
+		t.Error("ParseCompression accepted brotli")
+	}
+	for _, name := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		t.Run(name, func(t *testing.T) {
+			codec, err := ParseCompression(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (name == "none") != (codec == 0) {
+				t.Fatalf("codec of %s: %v", name, codec)
+			}
+			_, brokers := cluster(t, map[string]int{"t": 0})
+			p := NewProducer(ProducerConfig{Brokers: brokers, Compression: codec})
+			defer p.Close()
+			var msgs []kafka.Message
+			want := map[string]string{}
+			for i := range 50 {
+				k, v := fmt.Sprintf("k%d", i), bytes.Repeat([]byte(fmt.Sprintf("value %d ", i)), 100)
+				msgs = append(msgs, kafka.Message{Topic: "t", Key: []byte(k), Value: v})
+				want[k] = string(v)
+			}
+			refused, err := p.Write(context.Background(), msgs)
+			if err != nil || len(refused) > 0 {
+				t.Fatalf("write: %v, refused %v", err, refused)
+			}
+			got := readAll(t, brokers, "t")
+			if len(got) != len(msgs) {
+				t.Fatalf("read %d messages, wrote %d", len(got), len(msgs))
+			}
+			for _, m := range got {
+				if want[string(m.Key)] != string(m.Value) {
+					t.Fatalf("message %s read back different", m.Key)
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -93,13 +94,18 @@ type Retrainer struct {
 	validator *wire.Validator
 	labelCap  int // the kind's label cap under Params (0: none)
 	dead      *kafkaio.Producer
+	// deadQ, while Run runs, takes the dead letters of training messages
+	// to the dead-letter writer, which writes them in batches while the
+	// consumer goes on; track holds a message's offset back until its
+	// dead letter is acknowledged.
+	deadQ chan deadJob
+	track *kafkaio.OffsetTracker
 
-	mu      sync.Mutex
-	order   []string // ids, oldest first
-	bags    map[string]windowBag
-	fresh   int
-	offsets map[int]int64 // next offset per partition of every message read
-	last    []RefitResult
+	mu    sync.Mutex
+	order []string // ids, oldest first
+	bags  map[string]windowBag
+	fresh int
+	last  []RefitResult
 	// target is what a training bag must fit: the current model's
 	// dimension and vocabulary, and the kind's label cap; nil until a
 	// current model is known. targetAt is when it was last read.
@@ -177,7 +183,7 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, bags: map[string]windowBag{}, offsets: map[int]int64{}}
+	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, bags: map[string]windowBag{}, track: kafkaio.NewOffsetTracker()}
 	if err := r.initMetrics(); err != nil {
 		return nil, fmt.Errorf("retrainer metrics: %w", err)
 	}
@@ -243,17 +249,20 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 	if err == nil && bm.Labels == nil {
 		err = wire.Reject(wire.ReasonLabels, fmt.Errorf("training bag %q has no labels", bm.ID))
 	}
+	r.track.Add(m)
 	r.mu.Lock()
-	r.offsets[m.Partition] = max(r.offsets[m.Partition], m.Offset+1)
 	target := r.target
 	r.mu.Unlock()
 	if err == nil {
 		err = r.check(ctx, target, bm)
 	}
 	if err != nil {
-		r.reject(ctx, m, err, true)
+		if !r.reject(ctx, m, err, true) {
+			r.track.Ack(m)
+		}
 		return
 	}
+	r.track.Ack(m)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.bags[bm.ID]; ok {
@@ -302,8 +311,11 @@ func (r *Retrainer) check(ctx context.Context, target *admission.Target, bm *wir
 
 // reject dead-letters a training message that can never be fitted. With
 // replayed, a message below the current model's training offsets is only
-// logged: the run that fitted the model read it and dead-lettered it.
-func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, replayed bool) {
+// logged: the run that fitted the model read it and dead-lettered it. A
+// replayed message's dead letter goes to the dead-letter writer while Run
+// runs: reject then returns true, and the writer acknowledges the message
+// to the offset tracker once its dead letter is acknowledged.
+func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, replayed bool) (queued bool) {
 	reason, ok := admission.Reason(err)
 	if !ok {
 		reason = wire.ReasonBadInput
@@ -315,23 +327,96 @@ func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, repl
 	log := r.cfg.Obs.Logger.With("partition", m.Partition, "offset", m.Offset, "key", string(m.Key), "reason", reason, "err", err)
 	if replayed && seen && m.Offset < fitted {
 		log.Debug("training bag kept out of the window (dead-lettered by an earlier run)")
-		return
+		return false
 	}
 	if r.dead == nil {
 		log.Warn("training bag kept out of the window: it can never be fitted")
-		return
+		return false
 	}
 	h := kafkaio.Headers(ctx, r.cfg.Obs.Propagator)
 	value := wire.NewDeadLetter(wire.StageRetrain, reason, err, string(m.Key), m.Topic, m.Partition, m.Offset, m.Value).Encode(r.dead.ValueBudget(m.Key, h))
-	refused, werr := r.dead.Write(ctx, []kafka.Message{{Topic: r.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: h}})
-	switch {
-	case werr != nil:
-		log.Warn("training bag kept out of the window; its dead letter was not written", "write_err", werr)
-	case len(refused) > 0:
-		log.Error("training bag kept out of the window; its dead letter was refused", "write_err", refused[0].Err)
-	default:
-		log.Warn("training bag dead-lettered: it can never be fitted")
+	job := deadJob{in: m, out: kafka.Message{Topic: r.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: h}, log: log}
+	if replayed && r.deadQ != nil {
+		select {
+		case r.deadQ <- job:
+			return true
+		case <-ctx.Done():
+			log.Warn("training bag kept out of the window; its dead letter was not written", "write_err", ctx.Err())
+			return true // not acknowledged: a restart reads it again
+		}
 	}
+	r.writeDeadLetters(ctx, []deadJob{job})
+	return false
+}
+
+// deadJob is the dead letter of a training message.
+type deadJob struct {
+	in, out kafka.Message
+	log     *slog.Logger
+}
+
+// writeDeadLetters writes dead letters, waits for their acknowledgement
+// and logs the outcome of each; it returns the jobs whose dead letter is
+// out (written, or refused for good: retrying cannot help).
+func (r *Retrainer) writeDeadLetters(ctx context.Context, jobs []deadJob) []deadJob {
+	out := make([]kafka.Message, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.out
+	}
+	refused, werr := r.dead.Write(ctx, out)
+	if werr != nil {
+		for _, j := range jobs {
+			j.log.Warn("training bag kept out of the window; its dead letter was not written", "write_err", werr)
+		}
+		return nil
+	}
+	why := make(map[int]error, len(refused))
+	for _, rf := range refused {
+		why[rf.Index] = rf.Err
+	}
+	for i, j := range jobs {
+		if e, ok := why[i]; ok {
+			j.log.Error("training bag kept out of the window; its dead letter was refused", "write_err", e)
+		} else {
+			j.log.Warn("training bag dead-lettered: it can never be fitted")
+		}
+	}
+	return jobs
+}
+
+// deadLetterWriter writes the queued dead letters, as many at a time as
+// are queued, until deadQ is closed, and acknowledges their messages to
+// the offset tracker. One writer keeps the dead letters in arrival order.
+func (r *Retrainer) deadLetterWriter(ctx context.Context) {
+	for job := range r.deadQ {
+		jobs := []deadJob{job}
+	more:
+		for len(jobs) < 256 {
+			select {
+			case j, ok := <-r.deadQ:
+				if !ok {
+					break more
+				}
+				jobs = append(jobs, j)
+			default:
+				break more
+			}
+		}
+		for _, j := range r.writeDeadLetters(ctx, jobs) {
+			r.track.Ack(j.in)
+		}
+	}
+}
+
+// nextOffsets returns, per partition, the offset after the longest prefix
+// of the messages read whose handling is complete (in the window, or
+// dead-lettered and acknowledged): what a version fitted now has seen.
+func (r *Retrainer) nextOffsets() map[int]int64 {
+	out := map[int]int64{}
+	for _, m := range r.track.Committable() {
+		out[m.Partition] = m.Offset + 1
+	}
+	return out
 }
 
 // readCurrent reads the current model's metadata within timeout and makes
@@ -408,6 +493,13 @@ func (r *Retrainer) Run(ctx context.Context) error {
 		}
 		r.dead = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: r.cfg.Brokers, Security: r.cfg.Security, MaxMessageBytes: limit, Logger: log})
 		defer r.dead.Close()
+		r.deadQ = make(chan deadJob, 256)
+		var writer sync.WaitGroup
+		writer.Go(func() { r.deadLetterWriter(ctx) })
+		// After the consumer stops (deferred calls run last first): no
+		// more jobs, and the queued ones are written or given up with ctx.
+		defer writer.Wait()
+		defer close(r.deadQ)
 	}
 	// The target and the fitted offsets before the rebuild, so it neither
 	// admits what the model cannot read nor dead-letters again what an
@@ -659,13 +751,14 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 			train.Bags = append(train.Bags, wb.bag)
 		}
 	}
+	offsets = r.nextOffsets()
 	var parts []string
-	for _, p := range slices.Sorted(maps.Keys(r.offsets)) {
-		parts = append(parts, fmt.Sprintf("%d:%d", p, r.offsets[p]))
+	for _, p := range slices.Sorted(maps.Keys(offsets)) {
+		parts = append(parts, fmt.Sprintf("%d:%d", p, offsets[p]))
 	}
 	window = fmt.Sprintf("topic %s, %d bags, next offsets %s", r.cfg.Topic, len(r.order), strings.Join(parts, ","))
 	r.fresh = 0
-	return train, test, window, maps.Clone(r.offsets), nil
+	return train, test, window, offsets, nil
 }
 
 // Refit fits a candidate on the window, compares it with the current model

@@ -381,3 +381,44 @@ func TestRetrainerPrunesAfterPromotion(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainOffsetsWaitForDeadLetters feeds a good bag, a poison bag (no
+// labels) and a good bag while the dead-letter writer is not yet running:
+// the next offsets a refit would record stop at the poison bag until its
+// dead letter is acknowledged, then cover all three. Catches training
+// offsets that pass a dead letter still in flight: a crash then would
+// lose it, as a restart does not dead-letter again below the offsets.
+func TestTrainOffsetsWaitForDeadLetters(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	ds := streamtest.SmallDataset(2)
+	r := h.retrainer(func(c *RetrainerConfig) { c.DeadLetterTopic = h.topics.DeadLetter })
+	r.dead = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: h.brokers})
+	defer r.dead.Close()
+	r.deadQ = make(chan deadJob, 4)
+	encode := func(b mil.Bag) []byte {
+		raw, err := json.Marshal(wire.NewBagMessage(&b, "toy", ds.Dim, ds.Classes, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	unlabeled := ds.Bags[1]
+	unlabeled.ID, unlabeled.Labels = "poison", nil
+	for i, raw := range [][]byte{encode(ds.Bags[0]), encode(unlabeled), encode(ds.Bags[1])} {
+		r.add(ctx, kafka.Message{Topic: h.topics.Train, Partition: 0, Offset: int64(i), Value: raw})
+	}
+	if got := r.nextOffsets(); got[0] != 1 {
+		t.Fatalf("next offsets %v with the dead letter of offset 1 in flight, want 0:1", got)
+	}
+	done := make(chan struct{})
+	go func() { r.deadLetterWriter(ctx); close(done) }()
+	close(r.deadQ)
+	<-done
+	if got := r.nextOffsets(); got[0] != 3 {
+		t.Fatalf("next offsets %v after the dead letter was acknowledged, want 0:3", got)
+	}
+	if r.Len() != 2 {
+		t.Errorf("window holds %d bags, want the 2 good ones", r.Len())
+	}
+}
