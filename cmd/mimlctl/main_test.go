@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,7 +76,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"--help"}, []string{"Commands:", "broker", "tail", "models", "status"}},
 		{[]string{"broker", "--help"}, []string{"Usage: mimlctl broker", `--port port`, `(default "9092")`, "$MIMLSTREAM_MIMLCTL_BROKER_USER"}},
 		{[]string{"tail", "--help"}, []string{"Usage: mimlctl tail TOPIC", "--follow", "--json", "--kafka-sasl-mechanism", "$MIMLSTREAM_MIMLCTL_TAIL_BROKERS"}},
-		{[]string{"models", "--help"}, []string{"Actions:", "promote", "rollback", "export", "import", "$MIMLSTREAM_MIMLCTL_MODELS_REDIS"}},
+		{[]string{"models", "--help"}, []string{"Actions:", "promote", "rollback", "delete", "export", "import", "$MIMLSTREAM_MIMLCTL_MODELS_REDIS"}},
 		{[]string{"models", "promote", "--help"}, []string{"Usage: mimlctl models promote VERSION", "--force", "$MIMLSTREAM_MIMLCTL_MODELS_REGISTRY_PREFIX"}},
 		{[]string{"models", "export", "-h"}, []string{"--out file"}},
 		{[]string{"models", "list", "--help"}, []string{"--json"}},
@@ -478,6 +479,50 @@ func TestModels(t *testing.T) {
 	n, err := r.reg.List(ctx)
 	if err != nil || len(n) != 4 {
 		t.Errorf("after the refused imports the registry holds %d versions (%v), want 4", len(n), err)
+	}
+
+	// Delete: never current; previous only with --force; by version id
+	// only. Here again is current, mscv2 previous, musk1 and the import
+	// unreferenced.
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{again.Version}, 1, "is current"},
+		{[]string{again.Version, "--force"}, 1, "is current"},
+		{[]string{mscv2.Version}, 1, "is previous (force to delete it anyway)"},
+		{[]string{"current"}, 2, "not the alias"},
+		{nil, 2, "needs VERSION"},
+		{[]string{"v999"}, 1, "not found"},
+	} {
+		code, stdout, stderr := models(append([]string{"delete"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("delete %q: exit %d, want %d with %q:\n%s%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+	if code, stdout, stderr := models("delete", musk1.Version); code != 0 || strings.TrimSpace(stdout) != "deleted "+musk1.Version {
+		t.Errorf("delete %s: exit %d, %q, %s", musk1.Version, code, stdout, stderr)
+	}
+	if code, _, stderr := models("delete", musk1.Version); code != 1 || !strings.Contains(stderr, "not found") {
+		t.Errorf("delete of a deleted version: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr = models("delete", mscv2.Version, "--force", "--json")
+	var del struct {
+		Deleted string   `json:"deleted"`
+		Aliases []string `json:"aliases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &del); code != 0 || err != nil || del.Deleted != mscv2.Version || !slices.Equal(del.Aliases, []string{"previous"}) {
+		t.Errorf("delete --force --json of previous: exit %d, %+v, %v; stderr %s", code, del, err, stderr)
+	}
+	if _, err := r.reg.Alias(ctx, featurestore.AliasPrevious); !errors.Is(err, featurestore.ErrNotFound) {
+		t.Errorf("previous still set after its version was deleted: %v", err)
+	}
+	if code, _, stderr := models("rollback"); code != 1 || !strings.Contains(stderr, "no previous version") {
+		t.Errorf("rollback after deleting the only previous version: exit %d, %s", code, stderr)
+	}
+	if n, err := r.reg.List(ctx); err != nil || len(n) != 2 || r.current(t) != again.Version {
+		t.Errorf("after the deletes: %d versions (%v), current %s; want 2 with %s current", len(n), err, r.current(t), again.Version)
 	}
 }
 

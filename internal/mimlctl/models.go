@@ -28,12 +28,13 @@ type Registry interface {
 	Promote(ctx context.Context, version string) error
 	Rollback(ctx context.Context) (string, error)
 	List(ctx context.Context) ([]featurestore.VersionMeta, error)
+	Delete(ctx context.Context, version string, force bool) error
 }
 
 var _ Registry = (*featurestore.Registry)(nil)
 
 // aliases are the registry's alias names, shown next to the versions.
-var aliases = []string{featurestore.AliasCurrent, featurestore.AliasPrevious}
+var aliases = featurestore.Aliases
 
 // modelAction is one action of `mimlctl models`.
 type modelAction struct {
@@ -68,6 +69,11 @@ func modelActions() []modelAction {
 				fs.BoolVar(&o.force, "force", false, "promote even if the version's input dimension or classes differ from current's")
 			}},
 		{name: "rollback", summary: "make the previous version current again (repeat to walk back the history)", run: rollbackModel},
+		{name: "delete", args: "VERSION", nargs: 1, run: deleteModel,
+			summary: "delete a stored version; never current, and previous, candidate or a version in the rollback history only with --force",
+			flags: func(fs *flag.FlagSet, o *modelOpts) {
+				fs.BoolVar(&o.force, "force", false, "delete even a version that is previous, candidate or in the rollback history (previous then moves down the history)")
+			}},
 		{name: "export", args: "VERSION|ALIAS", nargs: 1, run: exportModel,
 			summary: "write a version (blob, checksum and metadata) to a file for import elsewhere",
 			flags: func(fs *flag.FlagSet, o *modelOpts) {
@@ -395,6 +401,42 @@ func rollbackModel(ctx context.Context, m *modelsEnv, _ []string) error {
 		return writeJSON(m.env.Stdout, res)
 	}
 	fmt.Fprintf(m.env.Stdout, "rolled back to %s (was %s)\n", v, was)
+	return nil
+}
+
+// Deleted is the output of `models delete`.
+type Deleted struct {
+	Deleted string `json:"deleted"`
+	// Aliases the version held before it was deleted (with --force).
+	Aliases []string `json:"aliases"`
+}
+
+func deleteModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	v := pos[0]
+	if slices.Contains(aliases, v) {
+		// An alias moves under the operator's feet; deleting by it is
+		// too easy to get wrong.
+		return cli.Usagef("models delete takes a version id (vN), not the alias %q", v)
+	}
+	am, err := m.aliasMap(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.reg.Delete(ctx, v, m.opts.force); err != nil {
+		return err
+	}
+	res := Deleted{Deleted: v, Aliases: am[v]}
+	if res.Aliases == nil {
+		res.Aliases = []string{}
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, res)
+	}
+	if len(res.Aliases) > 0 {
+		fmt.Fprintf(m.env.Stdout, "deleted %s (was %s)\n", v, strings.Join(res.Aliases, ", "))
+	} else {
+		fmt.Fprintf(m.env.Stdout, "deleted %s\n", v)
+	}
 	return nil
 }
 
