@@ -28,6 +28,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/admission"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
@@ -80,7 +81,15 @@ type AnnotatorConfig struct {
 	// a dead member.
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
-	Obs               service.Observability
+	// Quality, when non-nil, scores the served model (and a shadow
+	// candidate) on the labeled bags (quality.Tracker).
+	Quality LiveScorer
+	Obs     service.Observability
+}
+
+// LiveScorer is told of every bag annotated, with the model that served it.
+type LiveScorer interface {
+	Observe(ctx context.Context, m models.Model, meta featurestore.VersionMeta, bag *mil.Bag)
 }
 
 func (c *AnnotatorConfig) defaults() {
@@ -603,6 +612,11 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 	start := time.Now()
 	ann, mode, bm, err := a.annotate(ctx, sm, in)
 	latency := time.Since(start)
+	if err == nil && a.cfg.Quality != nil {
+		// Live quality: the inductive prediction of a labeled bag, scored
+		// against its labels (outside the latency measured above).
+		a.cfg.Quality.Observe(ctx, sm.model, sm.meta, bm.Bag())
+	}
 
 	o := output{span: span, mode: mode, latency: latency}
 	var value []byte

@@ -13,6 +13,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -42,6 +43,15 @@ type Config struct {
 	CachePrefix     string
 	CacheTTL        time.Duration
 	CacheMaxEntries int
+	// Live quality (package quality): the fraction of labeled bags scored,
+	// the rolling window of the gauges, how often scores reach Redis, and
+	// the shadow policy (ShadowMinBags 0: this instance never judges a
+	// candidate).
+	QualitySampleRate float64
+	QualityWindow     time.Duration
+	QualityInterval   time.Duration
+	ShadowMinBags     int64
+	ShadowMargin      float64
 }
 
 // DefaultConfig returns the defaults of the annotator flags.
@@ -50,7 +60,8 @@ func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
-		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
+		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000,
+		QualitySampleRate: 0.25, QualityWindow: 10 * time.Minute, QualityInterval: 2 * time.Second, ShadowMinBags: 200, ShadowMargin: 0.005}
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -73,6 +84,11 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
+	fs.Float64Var(&c.QualitySampleRate, "quality-sample-rate", c.QualitySampleRate, "fraction of labeled bags whose inductive prediction is scored against their labels (live quality; each costs one more annotation per model, current and candidate; 0: off)")
+	fs.DurationVar(&c.QualityWindow, "quality-window", c.QualityWindow, "rolling window of the live quality gauges")
+	fs.DurationVar(&c.QualityInterval, "quality-interval", c.QualityInterval, "how often live quality scores are written to Redis and the candidate alias is checked")
+	fs.Int64Var(&c.ShadowMinBags, "shadow-min-bags", c.ShadowMinBags, "labeled bags a shadow candidate must be scored on, beside current, before it is promoted or rejected (0: never judged here; `mimlctl models promote candidate` decides)")
+	fs.Float64Var(&c.ShadowMargin, "shadow-margin", c.ShadowMargin, "a candidate is promoted when no live measure is worse than current's by more than this")
 }
 
 // Command is the annotator command: it runs the annotator service until ctx
@@ -93,6 +109,9 @@ and writes annotations and dead letters. Serves /healthz, /readyz and
 	if err := cfg.Kafka.Check(); err != nil {
 		return err
 	}
+	if r := cfg.QualitySampleRate; !(r >= 0 && r <= 1) {
+		return cli.Usagef("--quality-sample-rate %v: want a fraction in [0, 1]", r)
+	}
 	s, err := New(ctx, env, kinds, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -111,6 +130,8 @@ type Service struct {
 	rt  *service.Runtime
 	rdb redis.UniversalClient
 	a   *Annotator
+	// quality is nil when live quality is off.
+	quality *quality.Tracker
 }
 
 // New starts the service: logger, telemetry and topics, then Redis (waiting
@@ -157,13 +178,31 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	if !cfg.NoFeatureCache {
 		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
 	}
+	var tracker *quality.Tracker
+	if cfg.QualitySampleRate > 0 {
+		var policy *quality.Policy
+		if cfg.ShadowMinBags > 0 {
+			policy = &quality.Policy{MinBags: cfg.ShadowMinBags, Margin: cfg.ShadowMargin}
+		}
+		// The tracker reads the candidate with the same verification as
+		// the current model.
+		reg := featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
+		tracker, err = quality.New(quality.Config{Store: quality.NewStore(rdb, cfg.Redis.RegistryPrefix, 0, 0), Registry: reg, Kinds: kinds,
+			SampleRate: cfg.QualitySampleRate, Window: cfg.QualityWindow, Interval: cfg.QualityInterval, Policy: policy, Obs: rt.Obs()})
+		if err != nil {
+			rdb.Close()
+			rt.Close()
+			return nil, cli.Usagef("%w", err)
+		}
+		acfg.Quality = tracker
+	}
 	a, err := NewAnnotator(acfg)
 	if err != nil {
 		rdb.Close()
 		rt.Close()
 		return nil, err
 	}
-	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a, quality: tracker}, nil
 }
 
 // Annotator returns the service's annotator.
@@ -173,7 +212,21 @@ func (s *Service) Annotator() *Annotator { return s.a }
 // the listen address, as one group (service.Run): the listener failing
 // stops the consumer, the consumer failing or draining closes the listener.
 func (s *Service) Run(ctx context.Context) error {
-	return service.Run(ctx, s.rt.Log, s.a.Run, service.Server{Addr: s.cfg.Listen, Handler: s.a.Handler(s.rt.Telemetry.MetricsHandler)})
+	work := s.a.Run
+	if s.quality != nil {
+		work = func(ctx context.Context) error {
+			// The tracker outlives the annotator's drain, so the scores of
+			// the last batch are written too.
+			qctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			done := make(chan struct{})
+			go func() { defer close(done); _ = s.quality.Run(qctx) }()
+			err := s.a.Run(ctx)
+			stop()
+			<-done
+			return err
+		}
+	}
+	return service.Run(ctx, s.rt.Log, work, service.Server{Addr: s.cfg.Listen, Handler: s.a.Handler(s.rt.Telemetry.MetricsHandler)})
 }
 
 // Close closes the Redis client and the telemetry.

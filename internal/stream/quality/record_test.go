@@ -1,0 +1,154 @@
+package quality
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+)
+
+// TestScoreAgreesWithMeasure sums Score over random bags and predictions
+// and compares the means with package measure's Accumulator, the offline
+// reference: it catches a per-bag score with other conventions (ties, empty
+// or full label sets, unknown instance classes) than the offline figures.
+func TestScoreAgreesWithMeasure(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const q = 5
+	for trial := range 50 {
+		acc := measure.NewAccumulator(q)
+		var sum Record
+		for b := range 1 + r.IntN(30) {
+			bag := &mil.Bag{ID: "b"}
+			n := 1 + r.IntN(4)
+			bag.Labels = []int{}
+			for c := range q {
+				if r.Float64() < 0.3 || (trial%7 == 0 && b%3 == 0) { // some full sets
+					bag.Labels = append(bag.Labels, c)
+				}
+			}
+			p := models.Annotation{BagScores: make([]float64, q), BagLabels: []int{}}
+			for c := range q {
+				p.BagScores[c] = float64(r.IntN(4)) // ties on purpose
+				if p.BagScores[c] >= 2 {
+					p.BagLabels = append(p.BagLabels, c)
+				}
+			}
+			if trial%2 == 0 {
+				for range n {
+					bag.InstanceLabels = append(bag.InstanceLabels, r.IntN(q+1)-1) // -1: unknown
+					p.InstanceLabels = append(p.InstanceLabels, r.IntN(q))
+				}
+			}
+			rec, err := Score(bag, q, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum.Add(rec)
+			if err := acc.Add(bag, measure.Prediction{InstanceLabels: p.InstanceLabels, BagLabels: p.BagLabels, BagScores: p.BagScores}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := acc.Result()
+		same := func(a, b float64) bool { return (math.IsNaN(a) && math.IsNaN(b)) || math.Abs(a-b) < 1e-12 }
+		if !same(sum.HammingLoss(), want.HammingLoss) || !same(sum.AveragePrecision(), want.AveragePrecision) ||
+			!same(sum.InstanceAccuracy(), want.InstanceAccuracy) || sum.Ranked != int64(want.Ranked) || sum.Instances != int64(want.Instances) {
+			t.Fatalf("trial %d: live %v/%v/%v (%+v), measure %v/%v/%v", trial, sum.HammingLoss(), sum.AveragePrecision(), sum.InstanceAccuracy(), sum,
+				want.HammingLoss, want.AveragePrecision, want.InstanceAccuracy)
+		}
+	}
+	// An unlabeled bag scores nothing, even with audit instance labels.
+	if rec, err := Score(&mil.Bag{ID: "u", InstanceLabels: []int{1}}, q, models.Annotation{InstanceLabels: []int{1}}); err != nil || rec != (Record{}) {
+		t.Errorf("unlabeled bag scored %+v, %v", rec, err)
+	}
+	if _, err := Score(&mil.Bag{ID: "x", Labels: []int{7}}, q, models.Annotation{}); err == nil {
+		t.Error("a label outside the vocabulary scored without error")
+	}
+}
+
+// TestDecide checks the policy on hand-made sums: it catches a judge that
+// decides on too few bags, ignores a measure, or reads the direction of a
+// measure backwards.
+func TestDecide(t *testing.T) {
+	rec := func(bags int64, hamming, ap, acc float64) Record {
+		return Record{Bags: bags, Hamming: hamming * float64(bags), Ranked: bags, AP: ap * float64(bags), Instances: 100, Correct: int64(acc * 100)}
+	}
+	p := Policy{MinBags: 100, Margin: 0.01}
+	for _, tc := range []struct {
+		name             string
+		cand, cur        Record
+		decided, promote bool
+		reasonContains   string
+	}{
+		{"too few bags", rec(99, 0.1, 0.5, 0.5), rec(99, 0.2, 0.4, 0.4), false, false, "99 of 100"},
+		{"better everywhere", rec(100, 0.1, 0.6, 0.6), rec(100, 0.2, 0.5, 0.5), true, true, "not worse"},
+		{"equal", rec(100, 0.1, 0.5, 0.5), rec(100, 0.1, 0.5, 0.5), true, true, "not worse"},
+		{"within the margin", rec(100, 0.105, 0.495, 0.5), rec(100, 0.1, 0.5, 0.5), true, true, "not worse"},
+		{"hamming worse", rec(100, 0.12, 0.6, 0.6), rec(100, 0.1, 0.5, 0.5), true, false, "hamming loss"},
+		{"precision worse", rec(100, 0.1, 0.48, 0.6), rec(100, 0.1, 0.5, 0.5), true, false, "average precision"},
+		{"accuracy worse", rec(100, 0.1, 0.5, 0.48), rec(100, 0.1, 0.5, 0.5), true, false, "instance accuracy"},
+		{"no audit labels: accuracy not compared", Record{Bags: 100, Hamming: 10, Ranked: 100, AP: 50}, Record{Bags: 100, Hamming: 10, Ranked: 100, AP: 50, Instances: 10, Correct: 10}, true, true, "not worse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, pr, reason := p.Decide(tc.cand, tc.cur)
+			if d != tc.decided || pr != tc.promote || !strings.Contains(reason, tc.reasonContains) {
+				t.Errorf("Decide = %v, %v, %q; want %v, %v, containing %q", d, pr, reason, tc.decided, tc.promote, tc.reasonContains)
+			}
+		})
+	}
+}
+
+// TestFlushKeepsScoresWhileRedisIsDown catches scores lost when Redis is
+// unreachable: they stay in memory and reach Redis once it is back.
+func TestFlushKeepsScoresWhileRedisIsDown(t *testing.T) {
+	addr, _, _ := streamtest.StartRedis(t)
+	proxy, err := streamtest.NewProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: proxy.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prdb.Close()
+	reg := featurestore.NewRegistry(prdb, "p")
+	st := NewStore(prdb, "p", time.Minute, time.Hour)
+	tr, err := New(Config{Store: st, Registry: reg, Kinds: models.NewRegistry(streamtest.CentroidKind()), SampleRate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := streamtest.SmallDataset(20)
+	m, err := streamtest.CentroidKind().Fit(context.Background(), ds, models.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := featurestore.VersionMeta{Version: "v1", Classes: ds.Classes, Dim: ds.Dim}
+	ctx := context.Background()
+	for i := range ds.Bags[:10] {
+		tr.Observe(ctx, m, meta, &ds.Bags[i])
+	}
+	proxy.Down()
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := tr.Flush(fctx); err == nil {
+		t.Error("Flush with Redis down reported no error")
+	}
+	cancel()
+	for i := range ds.Bags[10:] {
+		tr.Observe(ctx, m, meta, &ds.Bags[10+i])
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	streamtest.WaitFor(t, 10*time.Second, "flush after Redis is back", func() bool { return tr.Flush(ctx) == nil })
+	got, err := st.Total(ctx, "v1")
+	if err != nil || got.Bags != 20 || got.Instances != 60 || got.Correct != 60 {
+		t.Errorf("after the outage Redis holds %+v (%v), want 20 bags, 60 of 60 instances right", got, err)
+	}
+}
