@@ -53,9 +53,9 @@ func (s *Store) totalKey(v string) string { return s.base + ":total:" + v }
 func (s *Store) bucketKey(v string, start int64) string {
 	return s.base + ":bucket:" + v + ":" + strconv.FormatInt(start, 10)
 }
-func (s *Store) bucketsKey(v string) string       { return s.base + ":buckets:" + v }
+func (s *Store) bucketsKey(v string) string        { return s.base + ":buckets:" + v }
 func (s *Store) shadowKey(cand, cur string) string { return s.base + ":shadow:" + cand + ":" + cur }
-func (s *Store) verdictsKey() string              { return s.base + ":verdicts" }
+func (s *Store) verdictsKey() string               { return s.base + ":verdicts" }
 
 // incr queues the additions of r to hash key, field names prefixed.
 func incr(ctx context.Context, p redis.Pipeliner, key, prefix string, r Record) {
