@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -37,6 +38,9 @@ type RetrainStore interface {
 	// Prune deletes all but the newest keep versions, never one that an
 	// alias or the rollback history refers to (featurestore.Registry.Prune).
 	Prune(ctx context.Context, keep int) ([]string, error)
+	// SetCandidate makes a version the candidate annotators run in shadow
+	// (featurestore.Registry.SetCandidate).
+	SetCandidate(ctx context.Context, version string) error
 }
 
 // RetrainerConfig configures the retrainer.
@@ -81,8 +85,15 @@ type RetrainerConfig struct {
 	// newest KeepVersions are deleted, except those current, previous or in
 	// the rollback history. 0 keeps every version.
 	KeepVersions int
-	Workers      int
-	Obs          service.Observability
+	// Shadow publishes a fit that passes the held-out comparison as the
+	// registry's "candidate" instead of promoting it: annotators run it
+	// in shadow on live bags and promote it when its live quality is not
+	// worse than current's (package quality). A first model, or one whose
+	// current has another vocabulary or dimension (nothing to compare it
+	// with on the same bags), is promoted as before.
+	Shadow  bool
+	Workers int
+	Obs     service.Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -112,6 +123,10 @@ type Retrainer struct {
 	refits   metric.Int64Counter
 	fitTime  metric.Float64Histogram
 	rejected metric.Int64Counter
+
+	// running is set while Run consumes, rebuilt once the window has been
+	// read up to where the topic ended at start (Ready).
+	running, rebuilt atomic.Bool
 }
 
 type windowBag struct {
@@ -129,9 +144,12 @@ type windowBag struct {
 
 // RefitResult describes one refit.
 type RefitResult struct {
-	Version        string             `json:"version,omitempty"`
-	Parent         string             `json:"parent,omitempty"`
-	Promoted       bool               `json:"promoted"`
+	Version  string `json:"version,omitempty"`
+	Parent   string `json:"parent,omitempty"`
+	Promoted bool   `json:"promoted"`
+	// Shadowed: published as the candidate, for live judgement, instead
+	// of being promoted.
+	Shadowed       bool               `json:"shadowed,omitempty"`
 	Reason         string             `json:"reason"`
 	TrainBags      int                `json:"train_bags"`
 	HeldOutBags    int                `json:"held_out_bags"`
@@ -423,8 +441,23 @@ func (r *Retrainer) Run(ctx context.Context) error {
 		g.Go(func() error { return r.follow(gctx, p, off, ends[p], msgs) })
 	}
 	log.Info("retrainer rebuilding its window", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
+	r.running.Store(true)
+	defer r.running.Store(false)
 	g.Go(func() error { return r.consume(gctx, len(starts), msgs) })
 	return g.Wait()
+}
+
+// Ready reports whether the retrainer follows its topic with a rebuilt
+// window (so its next refit sees all the data), and why not otherwise: the
+// /readyz body.
+func (r *Retrainer) Ready() (bool, string) {
+	switch {
+	case !r.running.Load():
+		return false, "not ready: not consuming " + r.cfg.Topic
+	case !r.rebuilt.Load():
+		return false, fmt.Sprintf("not ready: rebuilding the window from %s (%d bags so far)", r.cfg.Topic, r.Len())
+	}
+	return true, fmt.Sprintf("ok: following %s, window of %d bags", r.cfg.Topic, r.Len())
 }
 
 // fetched is a message of a partition follower, or (caughtUp) the mark that
@@ -475,6 +508,7 @@ func (r *Retrainer) consume(ctx context.Context, partitions int, msgs <-chan fet
 // offsets are the fresh ones, and they are refitted on at once if there is
 // no model yet or they are Every or more.
 func (r *Retrainer) caughtUp(ctx context.Context) {
+	r.rebuilt.Store(true)
 	meta, known := r.readCurrent(ctx, 5*time.Second)
 	r.mu.Lock()
 	fresh := 0
@@ -776,6 +810,13 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		return res, err
 	}
 	res.Version = stored.Version
+	if res.Promoted && r.cfg.Shadow && cur != nil && compatible {
+		res.Promoted, res.Shadowed = false, true
+		res.Reason += "; published as the candidate, to be judged on live bags"
+		if err := retry(ctx, r.cfg.Obs, "publish candidate", func() error { return r.cfg.Store.SetCandidate(ctx, stored.Version) }); err != nil {
+			return res, err
+		}
+	}
 	if res.Promoted {
 		if err := retry(ctx, r.cfg.Obs, "promote model", func() error { return r.cfg.Store.Promote(ctx, stored.Version) }); err != nil {
 			return res, err
