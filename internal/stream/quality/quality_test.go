@@ -6,6 +6,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +28,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 )
 
 // pipeline is a broker, an in-process Redis with a registry and a quality
@@ -36,6 +41,7 @@ type pipeline struct {
 	store   *quality.Store
 	kinds   *models.Registry
 	tracker *quality.Tracker
+	metrics http.Handler
 }
 
 func newPipeline(t *testing.T) *pipeline {
@@ -68,7 +74,9 @@ func (p *pipeline) put(ds *mil.Dataset, params models.Params) (string, models.Mo
 // run starts the tracker and the annotator until the test ends.
 func (p *pipeline) run(rate float64, policy *quality.Policy) {
 	p.t.Helper()
-	obs := service.Observability{Logger: streamtest.Logger(p.t)}
+	prov, _ := telemetrytest.NewProviders()
+	p.metrics = prov.MetricsHandler
+	obs := service.Observability{Logger: streamtest.Logger(p.t), Meter: prov.Meter}
 	tr, err := quality.New(quality.Config{Store: p.store, Registry: p.reg, Kinds: p.kinds, SampleRate: rate,
 		Interval: 50 * time.Millisecond, Policy: policy, Obs: obs})
 	if err != nil {
@@ -214,6 +222,35 @@ func TestLiveInstanceAccuracyEqualsOffline(t *testing.T) {
 	if err != nil || w.Bags != live.Bags || w.Correct != live.Correct {
 		t.Errorf("window %+v (%v), total %+v", w, err, live)
 	}
+	// The gauges export the same figures, labeled by alias, not version.
+	var got float64
+	streamtest.WaitFor(t, 5*time.Second, "the instance accuracy gauge", func() bool {
+		got = gauge(t, p.metrics, "mimlstream_annotator_live_instance_accuracy", "current")
+		return got == live.InstanceAccuracy()
+	})
+	if n := gauge(t, p.metrics, "mimlstream_annotator_live_window_bags", "current"); n != float64(bags) {
+		t.Errorf("window_bags gauge %v, want %d", n, bags)
+	}
+}
+
+// gauge returns the value of metric{alias=...} on a /metrics page (NaN
+// when absent).
+func gauge(t *testing.T, h http.Handler, metric, alias string) float64 {
+	t.Helper()
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	for line := range strings.Lines(rr.Body.String()) {
+		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, `alias="`+alias+`"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	return math.NaN()
 }
 
 // shuffledLabels returns ds with every bag's label set replaced by that of

@@ -54,8 +54,9 @@ type Config struct {
 // Tracker scores an annotator's model versions on live labeled bags and
 // runs the registry's candidate in shadow. Observe is the annotator's hook;
 // Run writes the scores to Redis, follows the candidate alias and exports
-// the rolling-window gauges, labeled by alias (current, previous,
-// candidate): a bounded label set, whatever the version ids.
+// gauges labeled by alias (current, previous, candidate): a bounded label
+// set, whatever the version ids. Current and candidate are over the rolling
+// window; previous, no longer scored, over its whole time as current.
 type Tracker struct {
 	cfg    Config
 	log    *slog.Logger
@@ -340,7 +341,15 @@ func (t *Tracker) refresh(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r, err := t.cfg.Store.Window(ctx, v, now, t.cfg.Window)
+		var r Record
+		if a == featurestore.AliasPrevious {
+			// The previous version is no longer scored, so its window
+			// empties; its whole record as current is the baseline that
+			// the current version is compared with.
+			r, err = t.cfg.Store.Total(ctx, v)
+		} else {
+			r, err = t.cfg.Store.Window(ctx, v, now, t.cfg.Window)
+		}
 		if err != nil {
 			return err
 		}
