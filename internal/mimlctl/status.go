@@ -10,6 +10,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
 	"github.com/mimlstream/mimlstream/internal/status"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -77,6 +78,7 @@ the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Std
 	c, err := status.NewCollector(status.Config{
 		Registry: featurestore.NewRegistry(rdb, rc.RegistryPrefix), Kafka: kafkaview.New(k.Brokers, conn),
 		Topics: k.Topics, Group: *group, Retrainer: strings.TrimRight(*retrainer, "/"), Interval: *interval, History: *history, Log: log,
+		Quality: quality.NewStore(rdb, rc.RegistryPrefix, 0, 0),
 	})
 	if err != nil {
 		return err

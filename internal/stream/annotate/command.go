@@ -50,6 +50,7 @@ type Config struct {
 	QualitySampleRate float64
 	QualityWindow     time.Duration
 	QualityInterval   time.Duration
+	QualityBucket     time.Duration
 	ShadowMinBags     int64
 	ShadowMargin      float64
 }
@@ -61,7 +62,7 @@ func DefaultConfig() Config {
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000,
-		QualitySampleRate: 0.25, QualityWindow: 10 * time.Minute, QualityInterval: 2 * time.Second, ShadowMinBags: 200, ShadowMargin: 0.005}
+		QualitySampleRate: 0.25, QualityWindow: 10 * time.Minute, QualityInterval: 2 * time.Second, QualityBucket: time.Minute, ShadowMinBags: 200, ShadowMargin: 0.005}
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -86,8 +87,9 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
 	fs.Float64Var(&c.QualitySampleRate, "quality-sample-rate", c.QualitySampleRate, "fraction of labeled bags whose inductive prediction is scored against their labels (live quality; each costs one more annotation per model, current and candidate; 0: off)")
 	fs.DurationVar(&c.QualityWindow, "quality-window", c.QualityWindow, "rolling window of the live quality gauges")
+	fs.DurationVar(&c.QualityBucket, "quality-bucket", c.QualityBucket, "width of the time buckets live quality is kept in (the resolution of the status page's plot over time; all annotators should agree)")
 	fs.DurationVar(&c.QualityInterval, "quality-interval", c.QualityInterval, "how often live quality scores are written to Redis and the candidate alias is checked")
-	fs.Int64Var(&c.ShadowMinBags, "shadow-min-bags", c.ShadowMinBags, "labeled bags a shadow candidate must be scored on, beside current, before it is promoted or rejected (0: never judged here; `mimlctl models promote candidate` decides)")
+	fs.Int64Var(&c.ShadowMinBags, "shadow-min-bags", c.ShadowMinBags, "labeled bags a shadow candidate must be scored on, beside current, before it is promoted or rejected (0: never judged here, mimlctl models promote decides)")
 	fs.Float64Var(&c.ShadowMargin, "shadow-margin", c.ShadowMargin, "a candidate is promoted when no live measure is worse than current's by more than this")
 }
 
@@ -187,7 +189,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		// The tracker reads the candidate with the same verification as
 		// the current model.
 		reg := featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
-		tracker, err = quality.New(quality.Config{Store: quality.NewStore(rdb, cfg.Redis.RegistryPrefix, 0, 0), Registry: reg, Kinds: kinds,
+		tracker, err = quality.New(quality.Config{Store: quality.NewStore(rdb, cfg.Redis.RegistryPrefix, cfg.QualityBucket, 0), Registry: reg, Kinds: kinds,
 			SampleRate: cfg.QualitySampleRate, Window: cfg.QualityWindow, Interval: cfg.QualityInterval, Policy: policy, Obs: rt.Obs()})
 		if err != nil {
 			rdb.Close()
