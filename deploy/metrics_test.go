@@ -336,7 +336,7 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 	needs := map[string][]string{
 		annotator: {"mimlstream_annotator_bags_total", "mimlstream_annotator_dead_letters_total", "mimlstream_annotator_model_info",
 			"mimlstream_annotator_live_hamming_loss", "mimlstream_annotator_live_instance_accuracy", "mimlstream_annotator_live_scored_total"},
-		ingest: {"mimlstream_ingest_published_total", "mimlstream_ingest_rejected_total"},
+		ingest:    {"mimlstream_ingest_published_total", "mimlstream_ingest_rejected_total"},
 		retrainer: {"mimlstream_retrainer_refits_total", "mimlstream_retrainer_heldout_hamming_loss"},
 		status:    {"mimlstream_consumer_group_lag_messages", "mimlstream_dead_letter_last_timestamp_seconds"},
 	}
