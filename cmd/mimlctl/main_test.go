@@ -481,6 +481,28 @@ func TestModels(t *testing.T) {
 		t.Errorf("after the refused imports the registry holds %d versions (%v), want 4", len(n), err)
 	}
 
+	// Candidate: a compatible version runs in shadow; musk1 (dimension
+	// 166) cannot; promote candidate promotes it and clears the alias.
+	if code, _, stderr := models("candidate", musk1.Version); code != 1 || !strings.Contains(stderr, "cannot run in shadow") {
+		t.Errorf("candidate of the musk1 model: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr = models("candidate", imp.Version, "--json")
+	if code != 0 || !strings.Contains(stdout, `"candidate": "`+imp.Version+`"`) {
+		t.Errorf("candidate %s: exit %d, %q, %s", imp.Version, code, stdout, stderr)
+	}
+	if _, stdout, _ = models("list"); !regexp.MustCompile(`(?m)^` + imp.Version + `\s+candidate\s`).MatchString(stdout) {
+		t.Errorf("list does not show %s as the candidate:\n%s", imp.Version, stdout)
+	}
+	if code, stdout, stderr := models("promote", "candidate"); code != 0 || !strings.Contains(stdout, "promoted "+imp.Version) {
+		t.Errorf("promote candidate: exit %d, %q, %s", code, stdout, stderr)
+	}
+	if _, err := r.reg.Alias(ctx, featurestore.AliasCandidate); !errors.Is(err, featurestore.ErrNotFound) {
+		t.Errorf("candidate alias still set after its promotion: %v", err)
+	}
+	if code, _, _ := models("rollback"); code != 0 {
+		t.Fatal("rollback after promoting the candidate failed")
+	}
+
 	// Delete: never current; previous only with --force; by version id
 	// only. Here again is current, mscv2 previous, musk1 and the import
 	// unreferenced.

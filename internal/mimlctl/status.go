@@ -24,8 +24,9 @@ Serves the status page on --listen: the registry's model versions on a
 timeline (aliases, kind, dimension, training window, fit time, held-out
 metrics), the annotators' throughput and lag per partition (the bags topic's
 end offsets against the consumer group's committed offsets), dead letters by
-reason (read from the dead-letter topic), and the retrainer's refit history
-(its /refits). The page updates itself; /api/status is its JSON, /metrics
+reason (read from the dead-letter topic), the retrainer's refit history
+(its /refits), and the live quality of each model version over time with the
+shadow candidates' verdicts (read from Redis). The page updates itself; /api/status is its JSON, /metrics
 the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Stderr)
 	k := service.DefaultKafka()
 	k.Create = false
