@@ -219,6 +219,15 @@ func (r *Retrainer) initMetrics() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Counters exist from the start, every outcome and reason included, so
+	// rates and alerts are defined before the first refit or rejection.
+	ctx := context.Background()
+	for _, p := range []bool{true, false} {
+		r.refits.Add(ctx, 0, metric.WithAttributes(attribute.Bool("promoted", p)))
+	}
+	for _, reason := range wire.Reasons() {
+		r.rejected.Add(ctx, 0, metric.WithAttributes(attribute.String("reason", string(reason))))
+	}
 	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(window, int64(r.Len()))
 		res := r.Results()
