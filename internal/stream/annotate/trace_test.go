@@ -115,7 +115,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 		annotates++
 		attrs := map[attribute.Key]string{}
 		for _, kv := range s.Attributes() {
-			attrs[kv.Key] = kv.Value.Emit()
+			attrs[kv.Key] = kv.Value.String()
 		}
 		for k, want := range map[attribute.Key]string{"messaging.system": "kafka", "messaging.operation.type": "process", "messaging.consumer.group.name": "annotators",
 			"messaging.destination.name": "bags"} {
