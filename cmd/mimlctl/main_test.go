@@ -183,6 +183,25 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestBrokerAndTail(t *testing.T) {
 	addr, stopBroker := startBroker(t)
 	topics := wire.DefaultTopics()
+	// The broker's topics have the services' configuration (the fault:
+	// seeded with the broker's defaults, so annotations are not compacted
+	// as the README promises).
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	resp, err := cl.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.Annotations, ConfigNames: []string{"cleanup.policy"}},
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.DeadLetter, ConfigNames: []string{"retention.ms"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range resp.Resources {
+		for _, e := range r.ConfigEntries {
+			got[r.ResourceName+" "+e.ConfigName] = e.ConfigValue
+		}
+	}
+	if got["annotations cleanup.policy"] != "compact" || got["dead-letters retention.ms"] != "604800000" {
+		t.Errorf("topic configs %v, want annotations compacted and dead letters kept 7 days", got)
+	}
 	write(t, addr, topics.Annotations, mustJSON(t, annotation("bag-1", "v3")), mustJSON(t, annotation("bag-2", "v3")))
 	write(t, addr, topics.DeadLetter,
 		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("bag has dimension 166, model 48"), "bag-9", topics.Annotate, 1, 17, []byte(`{"id":"bag-9"}`)).Encode(1<<20),
