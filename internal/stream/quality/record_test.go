@@ -152,3 +152,37 @@ func TestFlushKeepsScoresWhileRedisIsDown(t *testing.T) {
 		t.Errorf("after the outage Redis holds %+v (%v), want 20 bags, 60 of 60 instances right", got, err)
 	}
 }
+
+// TestStoreWindowRolls adds scores at several times and reads the rolling
+// window, the series and the totals: it catches a window that keeps old
+// buckets (a figure that never recovers after a bad hour) or drops recent
+// ones, and buckets that mix versions.
+func TestStoreWindowRolls(t *testing.T) {
+	_, rdb, _ := streamtest.StartRedis(t)
+	st := NewStore(rdb, "w", time.Minute, 2*time.Hour)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	add := func(v string, ago time.Duration, bags int64, hamming float64) {
+		t.Helper()
+		if err := st.Add(ctx, v, t0.Add(-ago), Record{Bags: bags, Hamming: hamming}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("v1", 30*time.Minute, 10, 5) // outside a 10-minute window
+	add("v1", 5*time.Minute, 4, 1)
+	add("v1", 0, 6, 0.5)
+	add("v1", 0, 2, 0.5) // same bucket: summed
+	add("v2", 0, 100, 100)
+	w, err := st.Window(ctx, "v1", t0, 10*time.Minute)
+	if err != nil || w.Bags != 12 || w.Hamming != 2 {
+		t.Errorf("v1 window = %+v, %v; want 12 bags, Hamming sum 2", w, err)
+	}
+	tot, err := st.Total(ctx, "v1")
+	if err != nil || tot.Bags != 22 || tot.Hamming != 7 {
+		t.Errorf("v1 total = %+v, %v; want 22 bags, Hamming sum 7", tot, err)
+	}
+	series, err := st.Series(ctx, "v1", t0.Add(-time.Hour))
+	if err != nil || len(series) != 3 || series[0].Bags != 10 || series[2].Bags != 8 || !series[2].Start.Equal(t0.Truncate(time.Minute)) {
+		t.Errorf("v1 series = %+v, %v; want buckets of 10, 4 and 8 bags, the last at %v", series, err, t0.Truncate(time.Minute))
+	}
+}

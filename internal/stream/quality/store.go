@@ -15,7 +15,7 @@ import (
 // versions they score. Key layout, with B = "{prefix}:quality" (the
 // registry's prefix, so the keys share its Redis Cluster slot):
 //
-//	B:total:vN              hash of a version's sums since it was first scored
+//	B:total:vN              hash of a version's sums since it was first scored (expires 30 days after the last)
 //	B:bucket:vN:T           hash of its sums over the bucket starting at unix second T (expires after Retain)
 //	B:buckets:vN            sorted set of its bucket starts
 //	B:shadow:vC:vK          hash of candidate vC's and current vK's sums over the same bags ("cand:" and "cur:" fields)
@@ -103,6 +103,9 @@ func (s *Store) Add(ctx context.Context, version string, at time.Time, r Record)
 	bk := s.bucketKey(version, start)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		incr(ctx, p, s.totalKey(version), "", r)
+		// A version no longer scored (deleted, or long replaced) leaves
+		// its totals for a month, then Redis forgets them.
+		p.Expire(ctx, s.totalKey(version), max(s.retain, totalRetain))
 		incr(ctx, p, bk, "", r)
 		p.Expire(ctx, bk, s.retain+s.bucket)
 		p.ZAdd(ctx, s.bucketsKey(version), redis.Z{Score: float64(start), Member: start})
@@ -211,6 +214,9 @@ func (s *Store) Window(ctx context.Context, version string, now time.Time, d tim
 	}
 	return r, nil
 }
+
+// totalRetain is how long a version's totals outlive its last score.
+const totalRetain = 30 * 24 * time.Hour
 
 // maxVerdicts bounds the verdict list.
 const maxVerdicts = 100
