@@ -31,9 +31,9 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
-	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
