@@ -25,6 +25,11 @@ type Policy struct {
 // Decide returns whether the evidence suffices and, if so, whether to
 // promote, with the comparison that decided.
 func (p Policy) Decide(cand, cur Record) (decided, promote bool, reason string) {
+	if cand.Failed > 0 && cand.Bags+cand.Failed >= p.MinBags {
+		// Bags current annotates and the candidate cannot: it would
+		// dead-letter them once promoted.
+		return true, false, fmt.Sprintf("failed on %d of %d labeled bags that current annotated", cand.Failed, cand.Bags+cand.Failed)
+	}
 	if cand.Bags < p.MinBags || cur.Bags < p.MinBags {
 		return false, false, fmt.Sprintf("%d of %d labeled bags scored", min(cand.Bags, cur.Bags), p.MinBags)
 	}

@@ -33,6 +33,9 @@ type Record struct {
 	// inductive prediction got right.
 	Instances int64 `json:"instances"`
 	Correct   int64 `json:"correct"`
+	// Failed counts labeled bags the model could not annotate (an error
+	// where current served): a shadow candidate that fails is worse.
+	Failed int64 `json:"failed,omitempty"`
 }
 
 // Add adds o's sums to r.
@@ -43,6 +46,7 @@ func (r *Record) Add(o Record) {
 	r.AP += o.AP
 	r.Instances += o.Instances
 	r.Correct += o.Correct
+	r.Failed += o.Failed
 }
 
 func mean(sum float64, n int64) float64 {

@@ -2,6 +2,7 @@ package quality
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -94,6 +95,7 @@ func TestDecide(t *testing.T) {
 		{"hamming worse", rec(100, 0.12, 0.6, 0.6), rec(100, 0.1, 0.5, 0.5), true, false, "hamming loss"},
 		{"precision worse", rec(100, 0.1, 0.48, 0.6), rec(100, 0.1, 0.5, 0.5), true, false, "average precision"},
 		{"accuracy worse", rec(100, 0.1, 0.5, 0.48), rec(100, 0.1, 0.5, 0.5), true, false, "instance accuracy"},
+		{"candidate fails where current annotates", Record{Bags: 90, Hamming: 9, Failed: 10}, rec(90, 0.2, 0.5, 0.5), true, false, "failed on 10 of 100"},
 		{"no audit labels: accuracy not compared", Record{Bags: 100, Hamming: 10, Ranked: 100, AP: 50}, Record{Bags: 100, Hamming: 10, Ranked: 100, AP: 50, Instances: 10, Correct: 10}, true, true, "not worse"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,4 +187,72 @@ func TestStoreWindowRolls(t *testing.T) {
 	if err != nil || len(series) != 3 || series[0].Bags != 10 || series[2].Bags != 8 || !series[2].Start.Equal(t0.Truncate(time.Minute)) {
 		t.Errorf("v1 series = %+v, %v; want buckets of 10, 4 and 8 bags, the last at %v", series, err, t0.Truncate(time.Minute))
 	}
+}
+
+// failing is a model whose every annotation fails.
+type failing struct{ models.Model }
+
+func (failing) Annotate(context.Context, *mil.Bag, models.Mode) (models.Annotation, error) {
+	return models.Annotation{}, errors.New("boom")
+}
+
+// candidateRegistry is a registry of aliases only, recording what Judge did.
+type candidateRegistry struct {
+	aliases            map[string]string
+	promoted, rejected []string
+}
+
+func (r *candidateRegistry) Alias(_ context.Context, a string) (string, error) {
+	if v, ok := r.aliases[a]; ok {
+		return v, nil
+	}
+	return "", featurestore.ErrNotFound
+}
+
+func (r *candidateRegistry) PromoteCandidate(_ context.Context, v string) error {
+	r.promoted = append(r.promoted, v)
+	return nil
+}
+
+func (r *candidateRegistry) ClearCandidate(_ context.Context, v string) error {
+	r.rejected = append(r.rejected, v)
+	return nil
+}
+
+// TestFailingCandidateRejected runs a candidate that fails on every bag in
+// shadow: it catches a candidate that errors where current annotates being
+// never judged (its failures leave no score, so it would never reach the
+// minimum) or, worse, promoted.
+func TestFailingCandidateRejected(t *testing.T) {
+	_, rdb, _ := streamtest.StartRedis(t)
+	st := NewStore(rdb, "f", time.Minute, time.Hour)
+	reg := featurestore.NewRegistry(rdb, "f")
+	tr, err := New(Config{Store: st, Registry: reg, Kinds: models.NewRegistry(streamtest.CentroidKind()), SampleRate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := streamtest.SmallDataset(30)
+	m, err := streamtest.CentroidKind().Fit(context.Background(), ds, models.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := featurestore.VersionMeta{Version: "v1", Classes: ds.Classes, Dim: ds.Dim}
+	tr.shadow.Store(&shadowModel{model: failing{m}, meta: featurestore.VersionMeta{Version: "v2", Classes: ds.Classes, Dim: ds.Dim}})
+	ctx := context.Background()
+	for i := range ds.Bags {
+		tr.Observe(ctx, m, meta, &ds.Bags[i])
+	}
+	if err := tr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cand, cur, err := st.Shadow(ctx, "v2", "v1")
+	if err != nil || cand.Failed != 30 || cand.Bags != 0 || cur.Bags != 0 {
+		t.Fatalf("shadow sums %+v / %+v (%v), want 30 failures and no scores", cand, cur, err)
+	}
+	cr := &candidateRegistry{aliases: map[string]string{featurestore.AliasCurrent: "v1", featurestore.AliasCandidate: "v2"}}
+	v, err := Judge(ctx, cr, st, Policy{MinBags: 20, Margin: 0.01}, time.Now())
+	if err != nil || v == nil || v.Promoted || len(cr.rejected) != 1 || len(cr.promoted) != 0 {
+		t.Fatalf("Judge = %+v, %v; registry promoted %v rejected %v; want v2 rejected", v, err, cr.promoted, cr.rejected)
+	}
+	t.Logf("verdict: %s", v.Reason)
 }

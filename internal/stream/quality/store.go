@@ -65,6 +65,9 @@ func incr(ctx context.Context, p redis.Pipeliner, key, prefix string, r Record) 
 	p.HIncrByFloat(ctx, key, prefix+"ap", r.AP)
 	p.HIncrBy(ctx, key, prefix+"instances", r.Instances)
 	p.HIncrBy(ctx, key, prefix+"correct", r.Correct)
+	if r.Failed != 0 {
+		p.HIncrBy(ctx, key, prefix+"failed", r.Failed)
+	}
 }
 
 // parse reads the fields written by incr.
@@ -90,6 +93,7 @@ func parse(h map[string]string, prefix string) (Record, error) {
 		return x
 	}
 	r.Bags, r.Hamming, r.Ranked, r.AP, r.Instances, r.Correct = i("bags"), f("hamming"), i("ranked"), f("ap"), i("instances"), i("correct")
+	r.Failed = i("failed")
 	if err := errors.Join(errs...); err != nil {
 		return Record{}, fmt.Errorf("malformed quality record: %w", err)
 	}

@@ -172,10 +172,15 @@ func (t *Tracker) Observe(ctx context.Context, m models.Model, meta featurestore
 		return
 	}
 	sh := t.shadow.Load()
-	var cand Record
 	shadowed := sh != nil && sh.meta.Version != meta.Version && sh.meta.Dim == meta.Dim && slices.Equal(sh.meta.Classes, meta.Classes)
+	var cand Record
+	candOK := false
 	if shadowed {
-		cand, shadowed = t.score(ctx, sh.model, sh.meta, bag, featurestore.AliasCandidate)
+		cand, candOK = t.score(ctx, sh.model, sh.meta, bag, featurestore.AliasCandidate)
+		if !candOK {
+			// Counted against the candidate, with no score for either.
+			cand = Record{Failed: 1}
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -183,13 +188,17 @@ func (t *Tracker) Observe(ctx context.Context, m models.Model, meta featurestore
 	r.Add(cur)
 	t.pending[meta.Version] = r
 	if shadowed {
-		r := t.pending[sh.meta.Version]
-		r.Add(cand)
-		t.pending[sh.meta.Version] = r
+		if candOK {
+			r := t.pending[sh.meta.Version]
+			r.Add(cand)
+			t.pending[sh.meta.Version] = r
+		}
 		k := [2]string{sh.meta.Version, meta.Version}
 		p := t.pairs[k]
 		p[0].Add(cand)
-		p[1].Add(cur)
+		if candOK {
+			p[1].Add(cur)
+		}
 		t.pairs[k] = p
 	}
 }
