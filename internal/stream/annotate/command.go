@@ -13,7 +13,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
-	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -87,12 +86,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
-	fs.Float64Var(&c.QualitySampleRate, "quality-sample-rate", c.QualitySampleRate, "fraction of labeled bags whose inductive prediction is scored against their labels (live quality; each costs one more annotation per model, current and candidate; 0: off)")
-	fs.DurationVar(&c.QualityWindow, "quality-window", c.QualityWindow, "rolling window of the live quality gauges")
-	fs.DurationVar(&c.QualityBucket, "quality-bucket", c.QualityBucket, "width of the time buckets live quality is kept in (the resolution of the status page's plot over time; all annotators should agree)")
-	fs.DurationVar(&c.QualityInterval, "quality-interval", c.QualityInterval, "how often live quality scores are written to Redis and the candidate alias is checked")
-	fs.Int64Var(&c.ShadowMinBags, "shadow-min-bags", c.ShadowMinBags, "labeled bags a shadow candidate must be scored on, beside current, before it is promoted or rejected (0: never judged here, mimlctl models promote decides)")
-	fs.Float64Var(&c.ShadowMargin, "shadow-margin", c.ShadowMargin, "a candidate is promoted when no live measure is worse than current's by more than this")
+	c.registerQuality(fs)
 }
 
 // Command is the annotator command: it runs the annotator service until ctx
@@ -135,7 +129,7 @@ type Service struct {
 	rdb redis.UniversalClient
 	a   *Annotator
 	// quality is nil when live quality is off.
-	quality *quality.Tracker
+	quality liveTracker
 }
 
 // New starts the service: logger, telemetry and topics, then Redis (waiting
@@ -182,22 +176,13 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	if !cfg.NoFeatureCache {
 		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
 	}
-	var tracker *quality.Tracker
-	if cfg.QualitySampleRate > 0 {
-		var policy *quality.Policy
-		if cfg.ShadowMinBags > 0 {
-			policy = &quality.Policy{MinBags: cfg.ShadowMinBags, Margin: cfg.ShadowMargin}
-		}
-		// The tracker reads the candidate with the same verification as
-		// the current model.
-		reg := featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
-		tracker, err = quality.New(quality.Config{Store: quality.NewStore(rdb, cfg.Redis.RegistryPrefix, cfg.QualityBucket, 0), Registry: reg, Kinds: kinds,
-			SampleRate: cfg.QualitySampleRate, Window: cfg.QualityWindow, Interval: cfg.QualityInterval, Policy: policy, Obs: rt.Obs()})
-		if err != nil {
-			rdb.Close()
-			rt.Close()
-			return nil, cli.Usagef("%w", err)
-		}
+	tracker, err := newLiveTracker(cfg, rdb, regOpts, kinds, rt.Obs())
+	if err != nil {
+		rdb.Close()
+		rt.Close()
+		return nil, cli.Usagef("%w", err)
+	}
+	if tracker != nil {
 		acfg.Quality = tracker
 	}
 	a, err := NewAnnotator(acfg)
