@@ -47,11 +47,7 @@ const (
 // proposed are the metric names proposed for live quality per model
 // version. A panel or rule marked proposed may use only these; once one is
 // exported, TestDashboardAndRulesUseExportedMetrics asks for its mark to go.
-var proposed = []string{
-	"mimlstream_annotator_live_hamming_loss",
-	"mimlstream_annotator_live_average_precision",
-	"mimlstream_annotator_live_instance_accuracy",
-}
+var proposed = []string{} // none now: the live quality metrics are exported
 
 // promQL is the parser of the expressions.
 func promQL() parser.Parser { return parser.NewParser(parser.Options{}) }
@@ -329,13 +325,18 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 	runOnce(t, bin, append([]string{"retrainer", "fit", "--data", mscv2, "--model", "dummy", "--promote"}, redis...)...)
 	retrainer, annotator, status := freePort(t), freePort(t), freePort(t)
 	start(t, bin, slices.Concat([]string{"retrainer", "serve", "--model", "dummy", "--every", "40", "--min-bags", "20", "--listen", retrainer}, kafka, redis)...)
-	start(t, bin, slices.Concat([]string{"annotator", "--name", "a1", "--listen", annotator, "--no-feature-cache", "--poll", "500ms"}, kafka, redis)...)
+	start(t, bin, slices.Concat([]string{"annotator", "--name", "a1", "--listen", annotator, "--no-feature-cache", "--poll", "500ms", "--quality-interval", "200ms"}, kafka, redis)...)
 	start(t, bin, slices.Concat([]string{"mimlctl", "status", "--listen", status, "--retrainer", "http://" + retrainer, "--interval", "200ms"}, kafka, redis)...)
-	runOnce(t, bin, slices.Concat([]string{"ingest", "--data", mscv2, "--label-fraction", "0.5", "--progress=false"}, kafka)...)
+	ingest := freePort(t)
+	start(t, bin, slices.Concat([]string{"ingest", "--listen", ingest}, kafka)...)
+	// Instance labels travel as audit labels, for the live instance accuracy.
+	runOnce(t, bin, slices.Concat([]string{"ingest", "--data", mscv2, "--label-fraction", "0.5", "--with-instance-labels", "--progress=false"}, kafka)...)
 	runOnce(t, bin, slices.Concat([]string{"ingest", "--data", musk1, "--label-fraction", "0", "--limit", "5", "--progress=false"}, kafka)...)
 
 	needs := map[string][]string{
-		annotator: {"mimlstream_annotator_bags_total", "mimlstream_annotator_dead_letters_total", "mimlstream_annotator_model_version"},
+		annotator: {"mimlstream_annotator_bags_total", "mimlstream_annotator_dead_letters_total", "mimlstream_annotator_model_info",
+			"mimlstream_annotator_live_hamming_loss", "mimlstream_annotator_live_instance_accuracy", "mimlstream_annotator_live_scored_total"},
+		ingest:    {"mimlstream_ingest_published_total", "mimlstream_ingest_rejected_total"},
 		retrainer: {"mimlstream_retrainer_refits_total", "mimlstream_retrainer_heldout_hamming_loss"},
 		status:    {"mimlstream_consumer_group_lag_messages", "mimlstream_dead_letter_last_timestamp_seconds"},
 	}

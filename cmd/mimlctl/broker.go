@@ -8,6 +8,8 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/embedded/broker"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
@@ -45,9 +47,12 @@ the listener TLS-only; --user turns SASL on for the users given.`, env.Stderr)
 	if (*cert == "") != (*key == "") {
 		return cli.Usagef("--tls-cert and --tls-key go together")
 	}
-	o := broker.Options{Port: *port, Topics: topics, Partitions: *partitions}
-	if len(o.Topics) == 0 {
-		o.Topics = wire.DefaultTopics().All()
+	// The topics are created through the Kafka protocol once the broker
+	// listens, as the services create theirs, so they get the same
+	// configuration (compacted annotations and training bags, retention).
+	o := broker.Options{Port: *port, Partitions: *partitions}
+	if len(topics) == 0 {
+		topics = wire.DefaultTopics().All()
 	}
 	for _, u := range users {
 		mech, rest, ok1 := strings.Cut(u, ":")
@@ -72,6 +77,9 @@ the listener TLS-only; --user turns SASL on for the users given.`, env.Stderr)
 		return err
 	}
 	defer b.Close()
+	if err := createTopics(ctx, b.Addrs(), o, topics); err != nil {
+		return err
+	}
 	security := "plaintext"
 	if o.TLS != nil {
 		security = "TLS"
@@ -80,9 +88,34 @@ the listener TLS-only; --user turns SASL on for the users given.`, env.Stderr)
 		security += fmt.Sprintf(", SASL (%d users)", len(o.Users))
 	}
 	fmt.Fprintf(env.Stdout, "broker listening on %s (%s); topics %s with %d partitions; Ctrl-C stops it and loses its data\n",
-		strings.Join(b.Addrs(), ","), security, strings.Join(o.Topics, ", "), o.Partitions)
+		strings.Join(b.Addrs(), ","), security, strings.Join(topics, ", "), o.Partitions)
 	<-ctx.Done()
 	return nil
+}
+
+// createTopics creates the topics on the broker just started, as its own
+// client (TLS without verification: it is our own loopback listener; SASL
+// as the first user), with the configuration the services give the
+// pipeline's topics; other topic names get the broker's defaults.
+func createTopics(ctx context.Context, addrs []string, o broker.Options, topics []string) error {
+	sc := kafkasec.Config{TLS: o.TLS != nil, Insecure: o.TLS != nil}
+	if len(o.Users) > 0 {
+		u := o.Users[0]
+		sc.Mechanism, sc.User, sc.Password = strings.ToLower(u.Mechanism), u.Name, u.Password
+	}
+	conn, err := sc.Resolve()
+	if err != nil {
+		return err
+	}
+	configs := map[string]map[string]string{}
+	for _, s := range service.DefaultKafka().TopicSpecs() {
+		configs[s.Name] = s.Configs
+	}
+	specs := make([]kafkaio.TopicSpec, len(topics))
+	for i, t := range topics {
+		specs[i] = kafkaio.TopicSpec{Name: t, Configs: configs[t]}
+	}
+	return kafkaio.EnsureTopicSpecs(ctx, addrs, conn, o.Partitions, specs...)
 }
 
 // redact keeps a password out of an error message.

@@ -1,6 +1,7 @@
 // Command mimlctl is the operator's command: a development broker, a
 // readable tail of the pipeline's topics, the model registry (list, show,
-// guarded promote, rollback, export, import) and the status page. Run
+// guarded promote, candidate, rollback, delete, export, import) and the
+// status page. Run
 // `mimlctl --help` for the list and `mimlctl <command> --help` for each
 // one's flags and environment variables.
 package main
@@ -29,10 +30,10 @@ func commands() []command {
 	return []command{
 		{"broker", "run the embedded Kafka-protocol broker on loopback, for development (until SIGTERM)", runBroker},
 		{"tail", "print a topic's annotations and dead letters, readable or as JSON lines", mimlctl.TailCommand},
-		{"models", "list, show, promote (guarded), roll back, export and import model versions", func(ctx context.Context, env service.Env, args []string) error {
+		{"models", "list, show, promote (guarded), shadow, roll back, delete, export and import model versions", func(ctx context.Context, env service.Env, args []string) error {
 			return mimlctl.ModelsCommand(ctx, env, catalog.New(), args)
 		}},
-		{"status", "serve the status page: models, throughput, lag, dead letters, refits", mimlctl.StatusCommand},
+		{"status", "serve the status page: models, live quality, throughput, lag, dead letters, refits", mimlctl.StatusCommand},
 	}
 }
 

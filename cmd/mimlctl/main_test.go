@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,7 +76,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"--help"}, []string{"Commands:", "broker", "tail", "models", "status"}},
 		{[]string{"broker", "--help"}, []string{"Usage: mimlctl broker", `--port port`, `(default "9092")`, "$MIMLSTREAM_MIMLCTL_BROKER_USER"}},
 		{[]string{"tail", "--help"}, []string{"Usage: mimlctl tail TOPIC", "--follow", "--json", "--kafka-sasl-mechanism", "$MIMLSTREAM_MIMLCTL_TAIL_BROKERS"}},
-		{[]string{"models", "--help"}, []string{"Actions:", "promote", "rollback", "export", "import", "$MIMLSTREAM_MIMLCTL_MODELS_REDIS"}},
+		{[]string{"models", "--help"}, []string{"Actions:", "promote", "rollback", "delete", "export", "import", "$MIMLSTREAM_MIMLCTL_MODELS_REDIS"}},
 		{[]string{"models", "promote", "--help"}, []string{"Usage: mimlctl models promote VERSION", "--force", "$MIMLSTREAM_MIMLCTL_MODELS_REGISTRY_PREFIX"}},
 		{[]string{"models", "export", "-h"}, []string{"--out file"}},
 		{[]string{"models", "list", "--help"}, []string{"--json"}},
@@ -182,6 +183,25 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestBrokerAndTail(t *testing.T) {
 	addr, stopBroker := startBroker(t)
 	topics := wire.DefaultTopics()
+	// The broker's topics have the services' configuration (the fault:
+	// seeded with the broker's defaults, so annotations are not compacted
+	// as the README promises).
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	resp, err := cl.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.Annotations, ConfigNames: []string{"cleanup.policy"}},
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.DeadLetter, ConfigNames: []string{"retention.ms"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range resp.Resources {
+		for _, e := range r.ConfigEntries {
+			got[r.ResourceName+" "+e.ConfigName] = e.ConfigValue
+		}
+	}
+	if got["annotations cleanup.policy"] != "compact" || got["dead-letters retention.ms"] != "604800000" {
+		t.Errorf("topic configs %v, want annotations compacted and dead letters kept 7 days", got)
+	}
 	write(t, addr, topics.Annotations, mustJSON(t, annotation("bag-1", "v3")), mustJSON(t, annotation("bag-2", "v3")))
 	write(t, addr, topics.DeadLetter,
 		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("bag has dimension 166, model 48"), "bag-9", topics.Annotate, 1, 17, []byte(`{"id":"bag-9"}`)).Encode(1<<20),
@@ -478,6 +498,72 @@ func TestModels(t *testing.T) {
 	n, err := r.reg.List(ctx)
 	if err != nil || len(n) != 4 {
 		t.Errorf("after the refused imports the registry holds %d versions (%v), want 4", len(n), err)
+	}
+
+	// Candidate: a compatible version runs in shadow; musk1 (dimension
+	// 166) cannot; promote candidate promotes it and clears the alias.
+	if code, _, stderr := models("candidate", musk1.Version); code != 1 || !strings.Contains(stderr, "cannot run in shadow") {
+		t.Errorf("candidate of the musk1 model: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr = models("candidate", imp.Version, "--json")
+	if code != 0 || !strings.Contains(stdout, `"candidate": "`+imp.Version+`"`) {
+		t.Errorf("candidate %s: exit %d, %q, %s", imp.Version, code, stdout, stderr)
+	}
+	if _, stdout, _ = models("list"); !regexp.MustCompile(`(?m)^` + imp.Version + `\s+candidate\s`).MatchString(stdout) {
+		t.Errorf("list does not show %s as the candidate:\n%s", imp.Version, stdout)
+	}
+	if code, stdout, stderr := models("promote", "candidate"); code != 0 || !strings.Contains(stdout, "promoted "+imp.Version) {
+		t.Errorf("promote candidate: exit %d, %q, %s", code, stdout, stderr)
+	}
+	if _, err := r.reg.Alias(ctx, featurestore.AliasCandidate); !errors.Is(err, featurestore.ErrNotFound) {
+		t.Errorf("candidate alias still set after its promotion: %v", err)
+	}
+	if code, _, _ := models("rollback"); code != 0 {
+		t.Fatal("rollback after promoting the candidate failed")
+	}
+
+	// Delete: never current; previous only with --force; by version id
+	// only. Here again is current, mscv2 previous, musk1 and the import
+	// unreferenced.
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{again.Version}, 1, "is current"},
+		{[]string{again.Version, "--force"}, 1, "is current"},
+		{[]string{mscv2.Version}, 1, "is previous (force to delete it anyway)"},
+		{[]string{"current"}, 2, "not the alias"},
+		{nil, 2, "needs VERSION"},
+		{[]string{"v999"}, 1, "not found"},
+	} {
+		code, stdout, stderr := models(append([]string{"delete"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("delete %q: exit %d, want %d with %q:\n%s%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+	if code, stdout, stderr := models("delete", musk1.Version); code != 0 || strings.TrimSpace(stdout) != "deleted "+musk1.Version {
+		t.Errorf("delete %s: exit %d, %q, %s", musk1.Version, code, stdout, stderr)
+	}
+	if code, _, stderr := models("delete", musk1.Version); code != 1 || !strings.Contains(stderr, "not found") {
+		t.Errorf("delete of a deleted version: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr = models("delete", mscv2.Version, "--force", "--json")
+	var del struct {
+		Deleted string   `json:"deleted"`
+		Aliases []string `json:"aliases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &del); code != 0 || err != nil || del.Deleted != mscv2.Version || !slices.Equal(del.Aliases, []string{"previous"}) {
+		t.Errorf("delete --force --json of previous: exit %d, %+v, %v; stderr %s", code, del, err, stderr)
+	}
+	if _, err := r.reg.Alias(ctx, featurestore.AliasPrevious); !errors.Is(err, featurestore.ErrNotFound) {
+		t.Errorf("previous still set after its version was deleted: %v", err)
+	}
+	if code, _, stderr := models("rollback"); code != 1 || !strings.Contains(stderr, "no previous version") {
+		t.Errorf("rollback after deleting the only previous version: exit %d, %s", code, stderr)
+	}
+	if n, err := r.reg.List(ctx); err != nil || len(n) != 2 || r.current(t) != again.Version {
+		t.Errorf("after the deletes: %d versions (%v), current %s; want 2 with %s current", len(n), err, r.current(t), again.Version)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
@@ -163,6 +164,9 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 		acfg.Name, acfg.Group = fmt.Sprintf("annotator-%d", i+1), "demo-annotators"
 		acfg.Poll, acfg.SessionTimeout = time.Second, 6*time.Second
 		acfg.CachePrefix, acfg.CacheMaxEntries = prefix+":features", 100000
+		// Live quality of every labeled bag (the product's own measure,
+		// printed in the summary beside the demo's).
+		acfg.QualitySampleRate = 1
 		a, err := annotate.New(ctx, env, kinds, acfg)
 		if err != nil {
 			return err
@@ -175,6 +179,9 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	icfg := ingest.DefaultConfig()
 	icfg.Kafka, icfg.Telemetry = kc, tel
 	icfg.LabelFraction = c.labelFraction
+	// Instance labels travel as audit labels: the annotators' live
+	// quality then includes instance accuracy (the models never see them).
+	icfg.WithInstanceLabels = true
 	in, err := ingest.New(ctx, env, icfg)
 	if err != nil {
 		return err
@@ -229,12 +236,37 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	switch {
 	case finished:
 		prog.summary(stdout, time.Since(start), pub.Stats(), rt.Retrainer().Results())
+		liveSummary(ctx, stdout, rc, rt.Retrainer().Results())
 		return err
 	case ctx.Err() != nil:
 		prog.summary(stdout, time.Since(start), pub.Stats(), rt.Retrainer().Results())
 		return fmt.Errorf("demo did not finish: %w", ctx.Err())
 	}
 	return err
+}
+
+// liveSummary prints the annotators' live quality of each version, read
+// from Redis as any instance or the status page reads it.
+func liveSummary(ctx context.Context, w io.Writer, rc redisflag.Config, refits []retrain.RefitResult) {
+	o, err := rc.Options()
+	if err != nil {
+		return
+	}
+	rdb, err := featurestore.Connect(ctx, o)
+	if err != nil {
+		fmt.Fprintf(w, "  live quality: Redis unreachable: %v\n", err)
+		return
+	}
+	defer rdb.Close()
+	st := quality.NewStore(rdb, rc.RegistryPrefix, 0, 0)
+	for _, r := range refits {
+		rec, err := st.Total(ctx, r.Version)
+		if err != nil || rec.Bags == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  live %-4s inductive on %3d labeled bags: Hamming loss %.4f, average precision %.3f, instance accuracy %.3f over %d audit instances\n",
+			r.Version, rec.Bags, rec.HammingLoss(), rec.AveragePrecision(), rec.InstanceAccuracy(), rec.Instances)
+	}
 }
 
 // replay returns the bags of ds repeated rounds times, the copies under new

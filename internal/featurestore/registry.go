@@ -40,11 +40,17 @@ var (
 	ErrBadSignature = signing.ErrBadSignature
 )
 
-// Alias names maintained by Promote and Rollback.
+// Alias names maintained by Promote and Rollback ("current",
+// "previous") and by SetCandidate ("candidate": a version annotators run in
+// shadow, beside current, to measure its live quality before promotion).
 const (
-	AliasCurrent  = "current"
-	AliasPrevious = "previous"
+	AliasCurrent   = "current"
+	AliasPrevious  = "previous"
+	AliasCandidate = "candidate"
 )
+
+// Aliases are the registry's alias names.
+var Aliases = []string{AliasCurrent, AliasPrevious, AliasCandidate}
 
 // maxHistory bounds the list of formerly current versions kept for
 // multi-step rollback.
@@ -386,10 +392,26 @@ func (r *Registry) Current(ctx context.Context) ([]byte, VersionMeta, error) {
 // deleted version. Promoting the current version again changes nothing but
 // still notifies.
 func (r *Registry) Promote(ctx context.Context, version string) error {
+	return r.promote(ctx, version, false)
+}
+
+// ErrNotCandidate: PromoteCandidate or ClearCandidate found another
+// version (or none) aliased "candidate".
+var ErrNotCandidate = errors.New("not the candidate")
+
+// PromoteCandidate promotes version as Promote does, but only while it is
+// still the "candidate" alias: when several judges (annotators, the
+// retrainer) reach the same verdict, one promotion happens and the others
+// get ErrNotCandidate. The candidate alias is cleared.
+func (r *Registry) PromoteCandidate(ctx context.Context, version string) error {
+	return r.promote(ctx, version, true)
+}
+
+func (r *Registry) promote(ctx context.Context, version string, mustBeCandidate bool) error {
 	if _, err := parseVersion(version); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
-	cur, hist := r.aliasKey(AliasCurrent), r.historyKey()
+	cur, hist, candKey := r.aliasKey(AliasCurrent), r.historyKey(), r.aliasKey(AliasCandidate)
 	err := r.retryTx(ctx, func(tx *redis.Tx) error {
 		// Verified after WATCH: from here until EXEC, a deletion of the
 		// version aborts the transaction.
@@ -400,7 +422,18 @@ func (r *Registry) Promote(ctx context.Context, version string) error {
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
+		cand, err := tx.Get(ctx, candKey).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if mustBeCandidate && cand != version {
+			return fmt.Errorf("%w: candidate is %q", ErrNotCandidate, cand)
+		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if cand == version {
+				// A promoted candidate is no longer in shadow.
+				p.Del(ctx, candKey)
+			}
 			if old != version {
 				if old != "" {
 					p.LPush(ctx, hist, old)
@@ -413,9 +446,136 @@ func (r *Registry) Promote(ctx context.Context, version string) error {
 			return nil
 		})
 		return err
-	}, cur, hist, r.blobKey(version), r.metaKey(version))
+	}, cur, hist, candKey, r.blobKey(version), r.metaKey(version))
 	if err != nil {
 		return fmt.Errorf("promote %s: %w", version, err)
+	}
+	return nil
+}
+
+// SetCandidate makes version the "candidate": annotators run it in shadow
+// beside current (their annotations still come from current) and score its
+// live quality, so that it is promoted on evidence from live traffic. It
+// replaces any earlier candidate. The version must verify (a candidate that
+// no annotator could load would never be judged), and may not be current.
+func (r *Registry) SetCandidate(ctx context.Context, version string) error {
+	if _, _, err := r.Get(ctx, version); err != nil {
+		return fmt.Errorf("set candidate: %w", err)
+	}
+	candKey := r.aliasKey(AliasCandidate)
+	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		cur, err := tx.Get(ctx, r.aliasKey(AliasCurrent)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if cur == version {
+			return fmt.Errorf("%s is already current", version)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, candKey, version, 0)
+			return nil
+		})
+		return err
+	}, r.aliasKey(AliasCurrent), candKey, r.blobKey(version), r.metaKey(version))
+	if err != nil {
+		return fmt.Errorf("set candidate %s: %w", version, err)
+	}
+	return nil
+}
+
+// clearIfScript deletes KEYS[1] only if it holds ARGV[1].
+var clearIfScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// ClearCandidate removes the "candidate" alias if it still names version
+// (a rejected candidate stays stored, for inspection); ErrNotCandidate
+// otherwise, so a verdict on an old candidate never clears a newer one.
+func (r *Registry) ClearCandidate(ctx context.Context, version string) error {
+	n, err := clearIfScript.Run(ctx, r.rdb, []string{r.aliasKey(AliasCandidate)}, version).Int()
+	if err != nil {
+		return fmt.Errorf("clear candidate %s: %w", version, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("clear candidate %s: %w", version, ErrNotCandidate)
+	}
+	return nil
+}
+
+// ErrInUse: Delete refused a version that an alias or the rollback
+// history refers to.
+var ErrInUse = errors.New("version in use")
+
+// Delete removes a stored version (blob, metadata, index entry). The
+// current version is never deleted: annotators serve it, so another version
+// must be promoted (or rolled back to) first. A version that is "previous",
+// "candidate" or in the rollback history is refused with ErrInUse unless
+// force is set; forced, it also leaves those: the candidate alias is
+// cleared, the version is removed from the history, and "previous" moves to
+// the history's new head (or goes when the history is empty). Runs under
+// WATCH of the aliases and the history, like Prune.
+func (r *Registry) Delete(ctx context.Context, version string, force bool) error {
+	if _, err := parseVersion(version); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	cur, prev, cand, hist := r.aliasKey(AliasCurrent), r.aliasKey(AliasPrevious), r.aliasKey(AliasCandidate), r.historyKey()
+	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		n, err := tx.Exists(ctx, r.metaKey(version), r.blobKey(version)).Result()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: %w", version, ErrNotFound)
+		}
+		al, err := tx.MGet(ctx, cur, prev, cand).Result()
+		if err != nil {
+			return err
+		}
+		h, err := tx.LRange(ctx, hist, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		if s, _ := al[0].(string); s == version {
+			return fmt.Errorf("%w: %s is current; promote or roll back to another version first", ErrInUse, version)
+		}
+		var uses []string
+		if s, _ := al[1].(string); s == version {
+			uses = append(uses, AliasPrevious)
+		}
+		if s, _ := al[2].(string); s == version {
+			uses = append(uses, AliasCandidate)
+		}
+		inHist := slices.Contains(h, version)
+		if inHist && !slices.Contains(uses, AliasPrevious) {
+			uses = append(uses, "rollback history")
+		}
+		if len(uses) > 0 && !force {
+			return fmt.Errorf("%w: %s is %s (force to delete it anyway)", ErrInUse, version, strings.Join(uses, " and "))
+		}
+		rest := slices.DeleteFunc(slices.Clone(h), func(v string) bool { return v == version })
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, r.blobKey(version), r.metaKey(version))
+			p.ZRem(ctx, r.versionsKey(), version)
+			if s, _ := al[2].(string); s == version {
+				p.Del(ctx, cand)
+			}
+			if inHist {
+				p.LRem(ctx, hist, 0, version)
+				if len(rest) > 0 {
+					p.Set(ctx, prev, rest[0], 0)
+				} else {
+					p.Del(ctx, prev)
+				}
+			}
+			return nil
+		})
+		return err
+	}, cur, prev, cand, hist, r.metaKey(version), r.blobKey(version))
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", version, err)
 	}
 	return nil
 }
@@ -561,7 +721,7 @@ func (r *Registry) Prune(ctx context.Context, keep int) ([]string, error) {
 	if keep < 0 {
 		return nil, fmt.Errorf("prune: keep %d < 0", keep)
 	}
-	cur, prev, hist := r.aliasKey(AliasCurrent), r.aliasKey(AliasPrevious), r.historyKey()
+	cur, prev, cand, hist := r.aliasKey(AliasCurrent), r.aliasKey(AliasPrevious), r.aliasKey(AliasCandidate), r.historyKey()
 	var victims []string
 	err := r.retryTx(ctx, func(tx *redis.Tx) error {
 		victims = victims[:0]
@@ -573,7 +733,7 @@ func (r *Registry) Prune(ctx context.Context, keep int) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		aliases, err := tx.MGet(ctx, cur, prev).Result()
+		aliases, err := tx.MGet(ctx, cur, prev, cand).Result()
 		if err != nil {
 			return err
 		}
@@ -602,7 +762,7 @@ func (r *Registry) Prune(ctx context.Context, keep int) ([]string, error) {
 			return nil
 		})
 		return err
-	}, cur, prev, hist)
+	}, cur, prev, cand, hist)
 	if err != nil {
 		return nil, fmt.Errorf("prune: %w", err)
 	}

@@ -28,12 +28,14 @@ type Registry interface {
 	Promote(ctx context.Context, version string) error
 	Rollback(ctx context.Context) (string, error)
 	List(ctx context.Context) ([]featurestore.VersionMeta, error)
+	Delete(ctx context.Context, version string, force bool) error
+	SetCandidate(ctx context.Context, version string) error
 }
 
 var _ Registry = (*featurestore.Registry)(nil)
 
 // aliases are the registry's alias names, shown next to the versions.
-var aliases = []string{featurestore.AliasCurrent, featurestore.AliasPrevious}
+var aliases = featurestore.Aliases
 
 // modelAction is one action of `mimlctl models`.
 type modelAction struct {
@@ -67,7 +69,14 @@ func modelActions() []modelAction {
 			flags: func(fs *flag.FlagSet, o *modelOpts) {
 				fs.BoolVar(&o.force, "force", false, "promote even if the version's input dimension or classes differ from current's")
 			}},
+		{name: "candidate", args: "VERSION", nargs: 1, run: candidateModel,
+			summary: "run a version in shadow as the candidate: annotators score it beside current and promote it on live quality (their --shadow-min-bags, --shadow-margin)"},
 		{name: "rollback", summary: "make the previous version current again (repeat to walk back the history)", run: rollbackModel},
+		{name: "delete", args: "VERSION", nargs: 1, run: deleteModel,
+			summary: "delete a stored version; never current, and previous, candidate or a version in the rollback history only with --force",
+			flags: func(fs *flag.FlagSet, o *modelOpts) {
+				fs.BoolVar(&o.force, "force", false, "delete even a version that is previous, candidate or in the rollback history (previous then moves down the history)")
+			}},
 		{name: "export", args: "VERSION|ALIAS", nargs: 1, run: exportModel,
 			summary: "write a version (blob, checksum and metadata) to a file for import elsewhere",
 			flags: func(fs *flag.FlagSet, o *modelOpts) {
@@ -395,6 +404,88 @@ func rollbackModel(ctx context.Context, m *modelsEnv, _ []string) error {
 		return writeJSON(m.env.Stdout, res)
 	}
 	fmt.Fprintf(m.env.Stdout, "rolled back to %s (was %s)\n", v, was)
+	return nil
+}
+
+// Candidate is the output of `models candidate`.
+type Candidate struct {
+	Candidate string `json:"candidate"`
+	Current   string `json:"current,omitempty"`
+}
+
+func candidateModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	v, err := m.resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	blob, meta, err := m.reg.Get(ctx, v)
+	if err != nil {
+		return err
+	}
+	if _, err := m.kinds.Decode(blob); err != nil {
+		return fmt.Errorf("%w: %s does not decode, so no annotator could run it: %w", ErrRefused, v, err)
+	}
+	res := Candidate{Candidate: v}
+	cur, err := m.reg.Alias(ctx, featurestore.AliasCurrent)
+	switch {
+	case errors.Is(err, featurestore.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		res.Current = cur
+		curMeta, err := m.metaOf(ctx, cur)
+		if err != nil {
+			return err
+		}
+		// Annotators score a candidate only on the bags current serves,
+		// so one of another dimension or vocabulary would never be judged.
+		if cerr := featurestore.Compatible(curMeta, meta); cerr != nil {
+			return fmt.Errorf("%w: %s cannot run in shadow beside current %s: %w", ErrRefused, v, cur, cerr)
+		}
+	}
+	if err := m.reg.SetCandidate(ctx, v); err != nil {
+		return err
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, res)
+	}
+	fmt.Fprintf(m.env.Stdout, "%s is the candidate, in shadow beside current %s\n", v, res.Current)
+	return nil
+}
+
+// Deleted is the output of `models delete`.
+type Deleted struct {
+	Deleted string `json:"deleted"`
+	// Aliases the version held before it was deleted (with --force).
+	Aliases []string `json:"aliases"`
+}
+
+func deleteModel(ctx context.Context, m *modelsEnv, pos []string) error {
+	v := pos[0]
+	if slices.Contains(aliases, v) {
+		// An alias moves under the operator's feet; deleting by it is
+		// too easy to get wrong.
+		return cli.Usagef("models delete takes a version id (vN), not the alias %q", v)
+	}
+	am, err := m.aliasMap(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.reg.Delete(ctx, v, m.opts.force); err != nil {
+		return err
+	}
+	res := Deleted{Deleted: v, Aliases: am[v]}
+	if res.Aliases == nil {
+		res.Aliases = []string{}
+	}
+	if m.opts.json {
+		return writeJSON(m.env.Stdout, res)
+	}
+	if len(res.Aliases) > 0 {
+		fmt.Fprintf(m.env.Stdout, "deleted %s (was %s)\n", v, strings.Join(res.Aliases, ", "))
+	} else {
+		fmt.Fprintf(m.env.Stdout, "deleted %s\n", v)
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
 	"github.com/mimlstream/mimlstream/internal/status"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -23,8 +24,9 @@ Serves the status page on --listen: the registry's model versions on a
 timeline (aliases, kind, dimension, training window, fit time, held-out
 metrics), the annotators' throughput and lag per partition (the bags topic's
 end offsets against the consumer group's committed offsets), dead letters by
-reason (read from the dead-letter topic), and the retrainer's refit history
-(its /refits). The page updates itself; /api/status is its JSON, /metrics
+reason (read from the dead-letter topic), the retrainer's refit history
+(its /refits), and the live quality of each model version over time with the
+shadow candidates' verdicts (read from Redis). The page updates itself; /api/status is its JSON, /metrics
 the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Stderr)
 	k := service.DefaultKafka()
 	k.Create = false
@@ -77,6 +79,7 @@ the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Std
 	c, err := status.NewCollector(status.Config{
 		Registry: featurestore.NewRegistry(rdb, rc.RegistryPrefix), Kafka: kafkaview.New(k.Brokers, conn),
 		Topics: k.Topics, Group: *group, Retrainer: strings.TrimRight(*retrainer, "/"), Interval: *interval, History: *history, Log: log,
+		Quality: quality.NewStore(rdb, rc.RegistryPrefix, 0, 0),
 	})
 	if err != nil {
 		return err

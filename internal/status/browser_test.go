@@ -21,6 +21,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/status"
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -83,6 +84,10 @@ func TestStatusPageInChromium(t *testing.T) {
 	acfg.Kafka.Brokers, acfg.Kafka.Create = brokers, false
 	acfg.Redis.Addr, acfg.Redis.RegistryPrefix = redisAddr, prefix+":models"
 	acfg.Name, acfg.Listen, acfg.NoFeatureCache, acfg.Poll, acfg.SessionTimeout = "annotator-a", "", true, 200*time.Millisecond, 2*time.Second
+	// Live quality of every labeled bag, in one-second buckets so a short
+	// run draws a line; shadow candidates judged after 40 bags (a refit
+	// every 100 labeled bags leaves each candidate about 100 in shadow).
+	acfg.QualitySampleRate, acfg.QualityBucket, acfg.QualityInterval, acfg.ShadowMinBags = 1, time.Second, 200*time.Millisecond, 40
 	an, err := annotate.New(ctx, env, kinds, acfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +96,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	rcfg := retrain.DefaultServeConfig()
 	rcfg.Kafka.Brokers, rcfg.Kafka.Create = brokers, false
 	rcfg.Redis.Addr, rcfg.Redis.RegistryPrefix = redisAddr, prefix+":models"
-	rcfg.Fit.Kind, rcfg.Every, rcfg.MinBags, rcfg.Listen = "dummy", 50, 40, ""
+	rcfg.Fit.Kind, rcfg.Every, rcfg.MinBags, rcfg.Listen = "dummy", 100, 40, ""
+	rcfg.Shadow = true // refits go to the annotators as shadow candidates
 	rt, err := retrain.NewServe(ctx, env, kinds, rcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +110,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	go func() { runs <- rt.Run(ctx) }()
 
 	c, err := status.NewCollector(status.Config{Registry: reg, Kafka: kafkaview.New(brokers, kafkasec.Conn{}), Topics: topics,
-		Group: acfg.Group, Retrainer: retrainerHTTP.URL, Interval: 250 * time.Millisecond})
+		Group: acfg.Group, Retrainer: retrainerHTTP.URL, Interval: 250 * time.Millisecond, Quality: quality.NewStore(rdb, prefix+":models", time.Second, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +141,12 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		s := c.Snapshot()
-		if s.Seq > 0 && s.Throughput != nil && s.LagTotal == 0 && len(s.Refits) >= 2 && s.DeadLetters.ByReason[string(wire.ReasonDimension)] == 9 {
+		if s.Seq > 0 && s.Throughput != nil && s.LagTotal == 0 && len(s.Refits) >= 2 && s.DeadLetters.ByReason[string(wire.ReasonDimension)] == 9 &&
+			len(s.Live) >= 2 && len(s.Verdicts) >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the annotator did not catch up, or fewer than two refits, within 60 s: %+v", s)
+			t.Fatalf("the annotator did not catch up, or fewer than two refits, two versions scored live and a shadow verdict, within 60 s: %+v", s)
 		}
 	}
 
@@ -193,18 +200,27 @@ func TestStatusPageInChromium(t *testing.T) {
 	if rows[0] != 4 || rows[1] < 2 || rows[2] < 3 {
 		t.Errorf("rows: lag %d (want 4 partitions), refits %d (want >= 2), models %d (want >= 3)", rows[0], rows[1], rows[2])
 	}
-	if refits := text("#refits"); !strings.Contains(refits, "promoted") && !strings.Contains(refits, "kept current") {
+	if refits := text("#refits"); !strings.Contains(refits, "promoted") && !strings.Contains(refits, "kept current") && !strings.Contains(refits, "in shadow") {
 		t.Errorf("refit table shows no outcome:\n%s", refits)
+	}
+	// Live quality: v1 served from the start was scored on the labeled
+	// bags, instance accuracy included (audit labels), and the shadow
+	// verdicts are listed.
+	if live := text("#live"); !strings.Contains(live, v1) || !strings.Contains(live, " over ") {
+		t.Errorf("live quality table lacks %s with its instance accuracy:\n%s", v1, live)
+	}
+	if v := text("#verdicts"); !strings.Contains(v, "promoted: ") && !strings.Contains(v, "rejected: ") {
+		t.Errorf("verdict table shows no verdict:\n%s", v)
 	}
 	// Every plot is an SVG image the browser decoded.
 	plots, err := chromedp.Run(within(20*time.Second), chromedp.Poll[[]string](
 		`(() => { const imgs = [...document.querySelectorAll("img.plot")];
-		  return imgs.length === 5 && imgs.every(i => i.complete && i.naturalWidth > 0) ? imgs.map(i => i.id) : null })()`))
+		  return imgs.length === 6 && imgs.every(i => i.complete && i.naturalWidth > 0) ? imgs.map(i => i.id) : null })()`))
 	if err != nil {
 		t.Fatalf("the plots did not load: %v", err)
 	}
-	if len(plots) != 5 {
-		t.Errorf("plots %v, want 5", plots)
+	if len(plots) != 6 {
+		t.Errorf("plots %v, want 6", plots)
 	}
 
 	// A promotion made now reaches the open page without a reload.
@@ -270,7 +286,8 @@ func store(t *testing.T, kinds *models.Registry, reg *featurestore.Registry, ds 
 
 func publisher(t *testing.T, brokers []string, topics wire.Topics, labelFraction float64) *ingest.Publisher {
 	t.Helper()
-	p, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: labelFraction, Seed: 1})
+	// Instance labels travel as audit labels, for the live instance accuracy.
+	p, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: labelFraction, Seed: 1, WithInstanceLabels: true})
 	if err != nil {
 		t.Fatal(err)
 	}

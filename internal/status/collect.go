@@ -24,6 +24,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
+	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -60,10 +61,15 @@ type Config struct {
 	// polls kept for the plots (default 300).
 	Interval time.Duration
 	History  int
-	// Aliases are the registry aliases shown (default current, previous).
+	// Aliases are the registry aliases shown (default current, previous,
+	// candidate).
 	Aliases []string
-	HTTP    *http.Client
-	Log     *slog.Logger
+	// Quality, when set, is the live quality store: per version over
+	// time since LiveSince (default 6 h), and the shadow verdicts.
+	Quality   Quality
+	LiveSince time.Duration
+	HTTP      *http.Client
+	Log       *slog.Logger
 }
 
 // Model is one stored version with the aliases pointing at it.
@@ -103,9 +109,11 @@ const reasonOther = "other"
 // (retrain.RefitResult's JSON: the HTTP contract, not the Go type, is what
 // the status page depends on).
 type Refit struct {
-	Version        string             `json:"version,omitempty"`
-	Parent         string             `json:"parent,omitempty"`
-	Promoted       bool               `json:"promoted"`
+	Version  string `json:"version,omitempty"`
+	Parent   string `json:"parent,omitempty"`
+	Promoted bool   `json:"promoted"`
+	// Shadowed: published as the candidate, judged on live bags.
+	Shadowed       bool               `json:"shadowed,omitempty"`
 	Reason         string             `json:"reason"`
 	TrainBags      int                `json:"train_bags"`
 	HeldOutBags    int                `json:"held_out_bags"`
@@ -130,6 +138,10 @@ type Snapshot struct {
 	LagTotal    int64       `json:"lag_total"`
 	DeadLetters DeadLetters `json:"dead_letters"`
 	Refits      []Refit     `json:"refits"`
+	// Live is the live quality of the versions scored on labeled bags,
+	// Verdicts the latest shadow candidate decisions (newest first).
+	Live     []LiveVersion     `json:"live"`
+	Verdicts []quality.Verdict `json:"verdicts"`
 	// Errors holds the last failure of each source ("registry", "kafka",
 	// "dead-letters", "retrainer") that has not recovered since.
 	Errors map[string]string `json:"errors,omitempty"`
@@ -148,6 +160,8 @@ type Collector struct {
 	samples []Sample
 	dead    DeadLetters
 	refits  []Refit
+	live    []LiveVersion
+	verdict []quality.Verdict
 	errs    map[string]string
 	ready   bool
 }
@@ -167,7 +181,10 @@ func NewCollector(cfg Config) (*Collector, error) {
 		cfg.History = 300
 	}
 	if len(cfg.Aliases) == 0 {
-		cfg.Aliases = []string{featurestore.AliasCurrent, featurestore.AliasPrevious}
+		cfg.Aliases = featurestore.Aliases
+	}
+	if cfg.LiveSince <= 0 {
+		cfg.LiveSince = 6 * time.Hour
 	}
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 5 * time.Second}
@@ -284,6 +301,14 @@ func (c *Collector) Poll(ctx context.Context) {
 	}()
 	wg.Wait()
 	now := time.Now()
+	var (
+		live     []LiveVersion
+		verdicts []quality.Verdict
+		qErr     error
+	)
+	if c.cfg.Quality != nil && regErr == nil {
+		live, verdicts, qErr = c.readLive(ctx, models, now)
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -292,6 +317,12 @@ func (c *Collector) Poll(ctx context.Context) {
 	c.setErrLocked("registry", regErr)
 	if regErr == nil {
 		c.models, c.current = models, current
+	}
+	if c.cfg.Quality != nil && regErr == nil {
+		c.setErrLocked("quality", qErr)
+		if qErr == nil {
+			c.live, c.verdict = live, verdicts
+		}
 	}
 	c.setErrLocked("kafka", kafkaErr)
 	if kafkaErr == nil {
@@ -417,12 +448,19 @@ func (c *Collector) Snapshot() Snapshot {
 	defer c.mu.Unlock()
 	s := Snapshot{Seq: c.seq, At: c.at, Group: c.cfg.Group, BagsTopic: c.cfg.Topics.Annotate,
 		Models: slices.Clone(c.models), Current: c.current, Refits: slices.Clone(c.refits),
+		Live: slices.Clone(c.live), Verdicts: slices.Clone(c.verdict),
 		DeadLetters: DeadLetters{Total: c.dead.Total, ByReason: clone(c.dead.ByReason), ByStage: clone(c.dead.ByStage), Last: c.dead.Last}}
 	if s.Models == nil {
 		s.Models = []Model{}
 	}
 	if s.Refits == nil {
 		s.Refits = []Refit{}
+	}
+	if s.Live == nil {
+		s.Live = []LiveVersion{}
+	}
+	if s.Verdicts == nil {
+		s.Verdicts = []quality.Verdict{}
 	}
 	if n := len(c.samples); n > 0 {
 		last := c.samples[n-1]
@@ -458,6 +496,9 @@ func (c *Collector) sources() []string {
 	s := []string{"registry", "kafka", "dead-letters"}
 	if c.cfg.Retrainer != "" {
 		s = append(s, "retrainer")
+	}
+	if c.cfg.Quality != nil {
+		s = append(s, "quality")
 	}
 	return s
 }

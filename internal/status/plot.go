@@ -22,7 +22,7 @@ import (
 )
 
 // Plots lists the names of the plots, in the order the page shows them.
-var plotNames = []string{"models", "throughput", "lag", "dead-letters", "refits"}
+var plotNames = []string{"models", "live", "throughput", "lag", "dead-letters", "refits"}
 
 // Size of the plots; the page scales each SVG to its column, so a plot
 // shown across the page is drawn wider to keep the same text size.
@@ -59,6 +59,8 @@ func renderPlot(name string, s Snapshot, samples []Sample) ([]byte, error) {
 		p, err = deadLetterPlot(s.DeadLetters)
 	case "refits":
 		p, err = refitPlot(s)
+	case "live":
+		p, err = livePlot(s.Live)
 	default:
 		return nil, fmt.Errorf("no plot %q", name)
 	}
@@ -67,7 +69,7 @@ func renderPlot(name string, s Snapshot, samples []Sample) ([]byte, error) {
 	}
 	style(p)
 	w, h := plotWidth, plotHeight
-	if name == "models" {
+	if name == "models" || name == "live" {
 		w, h = wideWidth, wideHeight
 	}
 	c := vgsvg.New(w, h)
@@ -145,6 +147,8 @@ func modelsPlot(models []Model) (*plot.Plot, error) {
 		switch {
 		case slices.Contains(m.Aliases, featurestore.AliasCurrent):
 			colors[i] = colorCurrent
+		case slices.Contains(m.Aliases, featurestore.AliasCandidate):
+			colors[i] = colorCandidate
 		case slices.Contains(m.Aliases, featurestore.AliasPrevious):
 			colors[i] = colorPrevious
 		}
@@ -361,3 +365,90 @@ func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
 }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+var colorCandidate = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+
+// aliasColor colours a version by the alias it holds (other versions get
+// the palette's colours, by index).
+func aliasColor(aliases []string, i int) color.Color {
+	switch {
+	case slices.Contains(aliases, featurestore.AliasCurrent):
+		return colorCurrent
+	case slices.Contains(aliases, featurestore.AliasCandidate):
+		return colorCandidate
+	case slices.Contains(aliases, featurestore.AliasPrevious):
+		return colorPrevious
+	}
+	return otherColors[i%len(otherColors)]
+}
+
+// otherColors tell apart the versions no alias names, away from the alias
+// colours (red, green, orange).
+var otherColors = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+}
+
+// livePlot shows each version's live quality per time bucket: average
+// precision (solid) and, on bags with audit instance labels, instance
+// accuracy (dashed); colour by alias.
+func livePlot(live []LiveVersion) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Live quality per model version (solid: average precision, dashed: instance accuracy)"
+	scored := false
+	for _, lv := range live {
+		scored = scored || len(lv.Series) > 0
+	}
+	if !scored {
+		return empty(p, "no labeled bag scored yet"), nil
+	}
+	p.Add(plotter.NewGrid())
+	for i, lv := range live {
+		var ap, acc plotter.XYs
+		for _, pt := range lv.Series {
+			x := unix(pt.Start)
+			if pt.AveragePrecision != nil {
+				ap = append(ap, plotter.XY{X: x, Y: *pt.AveragePrecision})
+			}
+			if pt.InstanceAccuracy != nil {
+				acc = append(acc, plotter.XY{X: x, Y: *pt.InstanceAccuracy})
+			}
+		}
+		c := aliasColor(lv.Aliases, i)
+		name := lv.Version
+		if len(lv.Aliases) > 0 {
+			name += " [" + strings.Join(lv.Aliases, ",") + "]"
+		}
+		var legend plot.Thumbnailer
+		for j, xys := range []plotter.XYs{ap, acc} {
+			if len(xys) == 0 {
+				continue
+			}
+			l, s, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return nil, err
+			}
+			l.Color, l.Width = c, vg.Points(1.5)
+			s.Color, s.Radius, s.Shape = c, vg.Points(2), draw.CircleGlyph{}
+			if j == 1 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			}
+			p.Add(l, s)
+			if legend == nil {
+				legend = l
+			}
+		}
+		if legend != nil {
+			p.Legend.Add(name, legend)
+		}
+	}
+	// Scores below 1 leave the top free for the legend.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(6)
+	timeAxis(p, "15:04:05")
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = plainTicks
+	p.Y.Label.Text = "on live labeled bags"
+	return p, nil
+}

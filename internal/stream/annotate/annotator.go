@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,10 +20,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/admission"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
@@ -90,7 +91,15 @@ type AnnotatorConfig struct {
 	// a dead member.
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
-	Obs               service.Observability
+	// Quality, when non-nil, scores the served model (and a shadow
+	// candidate) on the labeled bags (quality.Tracker).
+	Quality LiveScorer
+	Obs     service.Observability
+}
+
+// LiveScorer is told of every bag annotated, with the model that served it.
+type LiveScorer interface {
+	Observe(ctx context.Context, m models.Model, meta featurestore.VersionMeta, bag *mil.Bag)
 }
 
 func (c *AnnotatorConfig) defaults() {
@@ -143,7 +152,6 @@ type Annotator struct {
 	model     atomic.Pointer[servedModel]
 	consuming atomic.Bool
 	m         annotatorMetrics
-	rate      *rateMeter
 	lag       *lagTracker
 	// maxOut bounds the value of an output: MaxOutputBytes, or the
 	// producer's limit less keyAndHeaders once Run knows it.
@@ -188,7 +196,7 @@ func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation), rate: newRateMeter(10 * time.Second), lag: newLagTracker(30 * time.Second)}
+	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation), lag: newLagTracker(30 * time.Second)}
 	a.maxOut.Store(int64(a.outputLimit(kafkaio.DefaultMaxMessageBytes)))
 	if cfg.Cache != nil {
 		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second}
@@ -213,31 +221,37 @@ func (a *Annotator) initMetrics() error {
 	a.m.e2e, err = mt.Float64Histogram("mimlstream.annotator.pipeline_latency", metric.WithDescription("Time from the bag's produce timestamp to its annotation's acknowledgement."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 	errs = append(errs, err)
-	a.m.swaps, err = mt.Int64Counter("mimlstream.annotator.model_swaps", metric.WithDescription("Model versions loaded."))
+	a.m.swaps, err = mt.Int64Counter("mimlstream.annotator.model_swaps", metric.WithUnit("{swap}"), metric.WithDescription("Model versions loaded (model_info names the one served)."))
 	errs = append(errs, err)
-	rate, err := mt.Float64ObservableGauge("mimlstream.annotator.bags_per_second", metric.WithDescription("Bags annotated per second over the last 10 s."))
+	info, err := mt.Int64ObservableGauge("mimlstream.annotator.model_info", metric.WithDescription("1, labeled with the version and kind of the model served: one series per annotator, whatever the number of versions."))
 	errs = append(errs, err)
-	version, err := mt.Int64ObservableGauge("mimlstream.annotator.model_version", metric.WithDescription("Number of the model version served (vN -> N); the version label carries the id."))
-	errs = append(errs, err)
-	lag, err := mt.Int64ObservableGauge("mimlstream.annotator.consumer_lag", metric.WithDescription("Messages behind the end of the assigned partitions."), metric.WithUnit("{message}"))
+	lag, err := mt.Int64ObservableGauge("mimlstream.annotator.consumer_lag", metric.WithDescription("Messages behind the end of each assigned partition, by topic and partition (from the high-water mark of the last message read)."), metric.WithUnit("{message}"))
 	errs = append(errs, err)
 	stalled, err := mt.Int64ObservableGauge("mimlstream.annotator.stalled", metric.WithDescription("1 when the outputs of a batch have failed to be written for longer than the stall bound (its partitions do not advance), else 0."))
 	errs = append(errs, err)
-	retrying, err := mt.Float64ObservableGauge("mimlstream.annotator.write_retry_seconds", metric.WithDescription("How long the outputs of the batch in flight have been failing to be written (0: not failing)."), metric.WithUnit("s"))
+	retrying, err := mt.Float64ObservableGauge("mimlstream.annotator.write_retry", metric.WithDescription("How long the outputs of the batch in flight have been failing to be written (0: not failing)."), metric.WithUnit("s"))
 	errs = append(errs, err)
 	refused, err := mt.Int64ObservableGauge("mimlstream.annotator.model_refused", metric.WithDescription("1 when the registry's current model version cannot be served (corrupt, undecodable, refused by the registry); the version label names it."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Counters exist from the start, every mode and reason included, so
+	// rates and alerts are defined before the first bag or dead letter.
+	ctx := context.Background()
+	for _, m := range []models.Mode{models.Inductive, models.Transductive} {
+		a.m.bags.Add(ctx, 0, metric.WithAttributes(attribute.String("mode", string(m))))
+	}
+	for _, r := range wire.Reasons() {
+		a.m.deadLetters.Add(ctx, 0, metric.WithAttributes(attribute.String("reason", string(r))))
+	}
+	a.m.swaps.Add(ctx, 0)
 	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveFloat64(rate, a.rate.Rate(time.Now()))
 		if s := a.model.Load(); s != nil {
-			n, _ := strconv.ParseInt(strings.TrimPrefix(s.meta.Version, "v"), 10, 64)
-			o.ObserveInt64(version, n, metric.WithAttributes(attribute.String("version", s.meta.Version), attribute.String("kind", s.meta.Kind)))
+			o.ObserveInt64(info, 1, metric.WithAttributes(attribute.String("version", s.meta.Version), attribute.String("kind", s.meta.Kind)))
 		}
-		if n, ok := a.lag.Total(time.Now()); ok {
-			o.ObserveInt64(lag, n)
+		for p, n := range a.lag.Partitions(time.Now()) {
+			o.ObserveInt64(lag, n, metric.WithAttributes(attribute.String("topic", a.cfg.Topics.Annotate), attribute.Int("partition", p)))
 		}
 		var isStalled int64
 		var retry float64
@@ -257,7 +271,7 @@ func (a *Annotator) initMetrics() error {
 			o.ObserveInt64(refused, 0)
 		}
 		return nil
-	}, rate, version, lag, stalled, retrying, refused)
+	}, info, lag, stalled, retrying, refused)
 	return err
 }
 
@@ -495,7 +509,6 @@ func (a *Annotator) writeBatch(ctx context.Context, w *kafkaio.Producer, batch [
 			a.m.e2e.Record(ctx, now.Sub(ts).Seconds())
 		}
 	}
-	a.rate.Add(now, len(batch))
 	for _, m := range batch {
 		a.lag.Observe(m.Partition, m.HighWaterMark-m.Offset-1, now)
 	}
@@ -553,17 +566,26 @@ func (a *Annotator) writeOutputs(ctx context.Context, w *kafkaio.Producer, batch
 func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Message) output {
 	p := a.cfg.Obs.Propagator
 	ctx = telemetry.Extract(ctx, p, in.Headers)
-	ctx, span := a.tracer.Start(ctx, "annotate", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-		attribute.String("messaging.system", "kafka"),
-		attribute.String("messaging.destination.name", in.Topic),
-		attribute.Int("messaging.kafka.destination.partition", in.Partition),
-		attribute.Int64("messaging.kafka.message.offset", in.Offset),
-		attribute.String("messaging.kafka.message.key", string(in.Key)),
+	// Messaging semantic conventions: span name "{operation} {destination}".
+	ctx, span := a.tracer.Start(ctx, "process "+in.Topic, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		semconv.MessagingSystemKafka,
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingOperationName("process"),
+		semconv.MessagingDestinationName(in.Topic),
+		semconv.MessagingDestinationPartitionID(strconv.Itoa(in.Partition)),
+		semconv.MessagingConsumerGroupName(a.cfg.GroupID),
+		semconv.MessagingKafkaOffset(int(in.Offset)),
+		semconv.MessagingKafkaMessageKey(string(in.Key)),
 		attribute.String("model.version", sm.meta.Version),
 	))
 	start := time.Now()
 	ann, mode, bm, err := a.annotate(ctx, sm, in)
 	latency := time.Since(start)
+	if err == nil && a.cfg.Quality != nil {
+		// Live quality: the inductive prediction of a labeled bag, scored
+		// against its labels (outside the latency measured above).
+		a.cfg.Quality.Observe(ctx, sm.model, sm.meta, bm.Bag())
+	}
 
 	o := output{span: span, mode: mode, latency: latency}
 	var value []byte
@@ -610,8 +632,9 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			value = a.deadLetter(in, wire.ReasonOversize, fmt.Errorf("annotation of %d bytes exceeds the %d-byte output limit", len(value), maxOut))
 		}
 	}
-	pctx, produce := a.tracer.Start(ctx, "produce", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.String("messaging.destination.name", topic)))
+	pctx, produce := a.tracer.Start(ctx, "send "+topic, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+			semconv.MessagingDestinationName(topic)))
 	o.produce = produce
 	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: kafkaio.Headers(pctx, p)}
 	return o
@@ -787,7 +810,7 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 		old := a.ModelVersion()
 		a.model.Store(sm)
 		a.refused.Store(nil)
-		a.m.swaps.Add(ctx, 1, metric.WithAttributes(attribute.String("version", meta.Version)))
+		a.m.swaps.Add(ctx, 1)
 		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
 		once.Do(func() { close(loaded) })
 	}

@@ -48,15 +48,28 @@ type Config struct {
 	CachePrefix     string
 	CacheTTL        time.Duration
 	CacheMaxEntries int
+	// Live quality (package quality): the fraction of labeled bags scored,
+	// the rolling window of the gauges, how often scores reach Redis, and
+	// the shadow policy (ShadowMinBags 0: this instance never judges a
+	// candidate).
+	QualitySampleRate float64
+	QualityWindow     time.Duration
+	QualityInterval   time.Duration
+	QualityBucket     time.Duration
+	ShadowMinBags     int64
+	ShadowMargin      float64
 }
 
 // DefaultConfig returns the defaults of the annotator flags.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
-	return Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
+	c := Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
+	c.QualitySampleRate, c.QualityWindow, c.QualityInterval, c.QualityBucket = 0.25, 10*time.Minute, 2*time.Second, time.Minute
+	c.ShadowMinBags, c.ShadowMargin = 200, 0.005
+	return c
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -82,6 +95,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
+	c.registerQuality(fs)
 }
 
 // Command is the annotator command: it runs the annotator service until ctx
@@ -102,6 +116,9 @@ and writes annotations and dead letters. Serves /healthz, /readyz and
 	if err := cfg.Kafka.Check(); err != nil {
 		return err
 	}
+	if r := cfg.QualitySampleRate; !(r >= 0 && r <= 1) {
+		return cli.Usagef("--quality-sample-rate %v: want a fraction in [0, 1]", r)
+	}
 	s, err := New(ctx, env, kinds, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -120,6 +137,8 @@ type Service struct {
 	rt  *service.Runtime
 	rdb redis.UniversalClient
 	a   *Annotator
+	// quality is nil when live quality is off.
+	quality liveTracker
 }
 
 // New starts the service: logger, telemetry and topics, then Redis (waiting
@@ -166,13 +185,22 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	if !cfg.NoFeatureCache {
 		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
 	}
+	tracker, err := newLiveTracker(cfg, rdb, regOpts, kinds, rt.Obs())
+	if err != nil {
+		rdb.Close()
+		rt.Close()
+		return nil, cli.Usagef("%w", err)
+	}
+	if tracker != nil {
+		acfg.Quality = tracker
+	}
 	a, err := NewAnnotator(acfg)
 	if err != nil {
 		rdb.Close()
 		rt.Close()
 		return nil, err
 	}
-	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a}, nil
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a, quality: tracker}, nil
 }
 
 // Annotator returns the service's annotator.
@@ -182,7 +210,21 @@ func (s *Service) Annotator() *Annotator { return s.a }
 // the listen address, as one group (service.Run): the listener failing
 // stops the consumer, the consumer failing or draining closes the listener.
 func (s *Service) Run(ctx context.Context) error {
-	return service.Run(ctx, s.rt.Log, s.a.Run, service.Server{Addr: s.cfg.Listen, Handler: s.a.Handler(s.rt.Telemetry.MetricsHandler)})
+	work := s.a.Run
+	if s.quality != nil {
+		work = func(ctx context.Context) error {
+			// The tracker outlives the annotator's drain, so the scores of
+			// the last batch are written too.
+			qctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			done := make(chan struct{})
+			go func() { defer close(done); _ = s.quality.Run(qctx) }()
+			err := s.a.Run(ctx)
+			stop()
+			<-done
+			return err
+		}
+	}
+	return service.Run(ctx, s.rt.Log, work, service.Server{Addr: s.cfg.Listen, Handler: s.a.Handler(s.rt.Telemetry.MetricsHandler)})
 }
 
 // Close closes the Redis client and the telemetry.

@@ -1,50 +1,10 @@
 package annotate
 
 import (
+	"maps"
 	"sync"
 	"time"
 )
-
-// rateMeter measures events per second over a sliding window of one-second
-// buckets.
-type rateMeter struct {
-	mu      sync.Mutex
-	window  time.Duration
-	buckets map[int64]int
-}
-
-func newRateMeter(window time.Duration) *rateMeter {
-	return &rateMeter{window: window, buckets: map[int64]int{}}
-}
-
-// Add records n events at t.
-func (r *rateMeter) Add(t time.Time, n int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buckets[t.Unix()] += n
-	r.evict(t)
-}
-
-func (r *rateMeter) evict(t time.Time) {
-	oldest := t.Add(-r.window).Unix()
-	for s := range r.buckets {
-		if s <= oldest {
-			delete(r.buckets, s)
-		}
-	}
-}
-
-// Rate returns events per second over the window ending at t.
-func (r *rateMeter) Rate(t time.Time) float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evict(t)
-	n := 0
-	for _, c := range r.buckets {
-		n += c
-	}
-	return float64(n) / r.window.Seconds()
-}
 
 // lagTracker keeps the consumer lag of each partition this member served
 // recently. kafka-go reports no lag for consumer-group readers, but every
@@ -72,20 +32,14 @@ func (l *lagTracker) Observe(partition int, lag int64, t time.Time) {
 	l.parts[partition] = lagEntry{lag: max(lag, 0), at: t}
 }
 
-// Total returns the summed lag of the partitions seen within maxAge of t,
-// and false when there is none.
-func (l *lagTracker) Total(t time.Time) (int64, bool) {
+// Partitions returns the lag of each partition seen within maxAge of t.
+func (l *lagTracker) Partitions(t time.Time) map[int]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var sum int64
-	n := 0
+	out := make(map[int]int64, len(l.parts))
+	maps.DeleteFunc(l.parts, func(_ int, e lagEntry) bool { return t.Sub(e.at) > l.maxAge })
 	for p, e := range l.parts {
-		if t.Sub(e.at) > l.maxAge {
-			delete(l.parts, p)
-			continue
-		}
-		sum += e.lag
-		n++
+		out[p] = e.lag
 	}
-	return sum, n > 0
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -46,9 +47,18 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	rr := httptest.NewRecorder()
 	prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
 	for _, name := range []string{"mimlstream_annotator_bags_total", "mimlstream_annotator_latency_seconds_bucket",
-		"mimlstream_annotator_model_version", "mimlstream_annotator_bags_per_second", "mimlstream_annotator_consumer_lag"} {
+		"mimlstream_annotator_model_info", `mimlstream_annotator_consumer_lag{otel_scope_name="github.com/mimlstream/mimlstream/internal/stream",otel_scope_schema_url="",otel_scope_version="",partition="0",topic="bags"}`,
+		`mimlstream_annotator_dead_letters_total{otel_scope_name="github.com/mimlstream/mimlstream/internal/stream",otel_scope_schema_url="",otel_scope_version="",reason="produce_refused"} 0`,
+		"mimlstream_annotator_model_swaps_total"} {
 		if !strings.Contains(rr.Body.String(), name) {
 			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	// Bounded labels: no version label on the swap counter, and the
+	// precomputed rate is gone (rate() over the counters replaces it).
+	for _, bad := range []string{"mimlstream_annotator_bags_per_second", `mimlstream_annotator_model_swaps_total{otel_scope_name="github.com/mimlstream/mimlstream/internal/stream",otel_scope_schema_url="",otel_scope_version="",version=`} {
+		if strings.Contains(rr.Body.String(), bad) {
+			t.Errorf("/metrics still has %s", bad)
 		}
 	}
 	// Every output carries the schema version and a trace context.
@@ -81,7 +91,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	}
 	ingestByTrace := map[trace.TraceID]sdktrace.ReadOnlySpan{}
 	for _, s := range spans {
-		if s.Name() == "ingest" {
+		if s.Name() == "send bags" {
 			if _, dup := ingestByTrace[s.SpanContext().TraceID()]; dup {
 				t.Errorf("two ingest spans in one trace")
 			}
@@ -99,10 +109,23 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 			children[p] = map[string]int{}
 		}
 		children[p][s.Name()]++
-		if s.Name() != "annotate" {
+		if s.Name() != "process bags" {
 			continue
 		}
 		annotates++
+		attrs := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			attrs[kv.Key] = kv.Value.String()
+		}
+		for k, want := range map[attribute.Key]string{"messaging.system": "kafka", "messaging.operation.type": "process", "messaging.consumer.group.name": "annotators",
+			"messaging.destination.name": "bags"} {
+			if attrs[k] != want {
+				t.Errorf("process span attribute %s = %q, want %q", k, attrs[k], want)
+			}
+		}
+		if attrs["messaging.destination.partition.id"] == "" || attrs["messaging.kafka.offset"] == "" {
+			t.Errorf("process span lacks the partition or offset: %v", attrs)
+		}
 		ing, ok := ingestByTrace[s.SpanContext().TraceID()]
 		if !ok {
 			t.Errorf("annotate span in a trace without an ingest span: the chain is broken")
@@ -116,12 +139,12 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 		t.Errorf("%d annotate spans, want %d", annotates, len(ds.Bags))
 	}
 	for _, s := range spans {
-		if s.Name() != "annotate" {
+		if s.Name() != "process bags" {
 			continue
 		}
 		c := children[s.SpanContext().SpanID()]
-		if c["decode"] != 1 || c["infer"] != 1 || c["produce"] != 1 {
-			t.Errorf("annotate span children %v, want one decode, infer and produce", c)
+		if c["decode"] != 1 || c["infer"] != 1 || c["send annotations"] != 1 {
+			t.Errorf("process span children %v, want one decode, infer and send annotations", c)
 		}
 	}
 }

@@ -38,6 +38,9 @@ type HTTPConfig struct {
 	// MaxConcurrent bounds the requests in flight; beyond it the answer is
 	// 503 with Retry-After. <= 0: no bound.
 	MaxConcurrent int
+	// Metrics, when not nil, is served on GET /metrics, open to scrapers
+	// like /healthz.
+	Metrics http.Handler
 }
 
 // maxBatchBytes bounds the lines held for one produce request, besides
@@ -111,7 +114,8 @@ type bagsHandler struct {
 }
 
 // Handler returns the ingest endpoint: POST /bags, guarded by the tokens
-// and the concurrency bound, and GET /healthz, open to probes.
+// and the concurrency bound, and GET /healthz and (with cfg.Metrics) GET
+// /metrics, open to probes and scrapers.
 func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -119,6 +123,9 @@ func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	cfg.Batch = max(1, cfg.Batch)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	bags := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &bagsHandler{pub: pub, cfg: cfg, log: log})
 	mux.Handle("POST /bags", httpguard.RequireBearer(cfg.Tokens, bags))
 	return mux

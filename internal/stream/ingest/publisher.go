@@ -13,6 +13,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
@@ -69,6 +71,7 @@ type Publisher struct {
 
 	mu    sync.Mutex
 	stats IngestStats
+	m     publisherMetrics
 }
 
 // ErrTooLarge is matched (errors.Is) by the error of a bag whose message
@@ -110,8 +113,41 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
-		stats: IngestStats{Rejected: map[wire.Reason]int{}}}, nil
+	p := &Publisher{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation),
+		stats: IngestStats{Rejected: map[wire.Reason]int{}}}
+	if err := p.initMetrics(); err != nil {
+		return nil, fmt.Errorf("publisher metrics: %w", err)
+	}
+	return p, nil
+}
+
+// publisherMetrics are counters of the bags published and rejected.
+type publisherMetrics struct {
+	published, labeled, rejected metric.Int64Counter
+}
+
+func (p *Publisher) initMetrics() error {
+	mt := p.cfg.Obs.Meter.Meter(service.Instrumentation)
+	var err error
+	var errs []error
+	p.m.published, err = mt.Int64Counter("mimlstream.ingest.published", metric.WithUnit("{bag}"), metric.WithDescription("Bags published to the annotate topic."))
+	errs = append(errs, err)
+	p.m.labeled, err = mt.Int64Counter("mimlstream.ingest.labeled", metric.WithUnit("{bag}"), metric.WithDescription("Labeled bags also published to the training topic."))
+	errs = append(errs, err)
+	p.m.rejected, err = mt.Int64Counter("mimlstream.ingest.rejected", metric.WithUnit("{bag}"), metric.WithDescription("Bags rejected (dead-lettered when a dead-letter topic is set), by reason."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// Present from the start, every reason included, so rates and alerts
+	// are defined before the first bag.
+	ctx := context.Background()
+	p.m.published.Add(ctx, 0)
+	p.m.labeled.Add(ctx, 0)
+	for _, r := range wire.Reasons() {
+		p.m.rejected.Add(ctx, 0, metric.WithAttributes(attribute.String("reason", string(r))))
+	}
+	return nil
 }
 
 // producer returns the producer, making it at the first call with the
@@ -276,7 +312,10 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, check func(i int
 		}
 	}
 	for i, raw := range raws {
-		sctx, span := p.tracer.Start(ctx, "ingest", trace.WithSpanKind(trace.SpanKindProducer))
+		// Messaging semantic conventions: span name "{operation} {destination}".
+		sctx, span := p.tracer.Start(ctx, "send "+p.cfg.Topics.Annotate, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+			semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+			semconv.MessagingDestinationName(p.cfg.Topics.Annotate)))
 		bm, err := check(i)
 		if err != nil {
 			reason, _ := wire.ReasonOf(err)
@@ -341,5 +380,10 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, check func(i int
 		p.stats.Rejected[r.Reason]++
 	}
 	p.mu.Unlock()
+	p.m.published.Add(ctx, int64(len(spans)-len(gone)))
+	p.m.labeled.Add(ctx, int64(labeled))
+	for _, r := range rejected {
+		p.m.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", string(r.Reason))))
+	}
 	return rejected, nil
 }

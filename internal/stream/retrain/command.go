@@ -110,7 +110,9 @@ type ServeConfig struct {
 	Margin       float64
 	Warm         bool
 	KeepVersions int
-	// Listen is the address of /healthz, /refits and /metrics (empty:
+	// Shadow publishes fits as the candidate instead of promoting them.
+	Shadow bool
+	// Listen is the address of /healthz, /readyz, /refits and /metrics (empty:
 	// none).
 	Listen string
 }
@@ -134,8 +136,9 @@ func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.Float64Var(&c.HoldOut, "holdout", c.HoldOut, "fraction of the window held out for the promotion decision")
 	fs.Float64Var(&c.Margin, "margin", c.Margin, "promote when the held-out Hamming loss is at most the current one plus this")
 	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
+	fs.BoolVar(&c.Shadow, "shadow", c.Shadow, "publish a fit that passes the held-out comparison as the registry's candidate instead of promoting it: annotators run it in shadow and promote it on live quality (their --shadow-min-bags, --shadow-margin)")
 	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /refits and /metrics, which need no credentials (empty: none; :8081 for all interfaces, as in a container)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz, /refits and /metrics, which need no credentials (empty: none; :8081 for all interfaces, as in a container)")
 }
 
 // ServeCommand is `retrainer serve`: follow the training topic, refit,
@@ -211,7 +214,7 @@ func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg 
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topic: cfg.Kafka.Topics.Train, DeadLetterTopic: cfg.Kafka.Topics.DeadLetter, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
 		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Window: cfg.Window, Every: cfg.Every, Interval: cfg.Interval,
 		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
-		Workers: cfg.Fit.Workers, Obs: rt.Obs(),
+		Shadow: cfg.Shadow, Workers: cfg.Fit.Workers, Obs: rt.Obs(),
 	})
 	if err != nil {
 		rdb.Close()
@@ -227,11 +230,20 @@ func (s *Service) Retrainer() *Retrainer { return s.r }
 // Params returns the model parameters the retrainer fits with.
 func (s *Service) Params() models.Params { return s.params }
 
-// Handler serves /healthz, /refits (the refits so far, as JSON) and
-// /metrics.
+// Handler serves /healthz, /readyz (200 once the window is rebuilt and
+// followed, 503 with the reason before), /refits (the refits so far, as
+// JSON) and /metrics.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ready, msg := s.r.Ready()
+		if !ready {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, msg)
+	})
 	mux.HandleFunc("GET /refits", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.r.Results())

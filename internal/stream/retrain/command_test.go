@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,9 +92,15 @@ func TestRunRetrainerServe(t *testing.T) {
 	kinds := models.NewRegistry(streamtest.CentroidKind())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
 	go func() {
 		done <- ServeCommand(ctx, env, kinds, []string{"--brokers", strings.Join(brokers, ","), "--redis", addr, "--registry-prefix", "serve",
-			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", "", "--param", "iters=5"})
+			"--model", streamtest.KindName, "--every", "20", "--min-bags", "20", "--listen", listen, "--param", "iters=5"})
 	}()
 	// Two slices of 20 bags, the second after the first model: whether
 	// the retrainer reads the first slice live or rebuilds its window from
@@ -125,6 +133,17 @@ func TestRunRetrainerServe(t *testing.T) {
 	waitFor("v3")
 	ingestSlice(20)
 	waitFor("v4")
+	// Readiness: a retrainer that follows its topic with a rebuilt window
+	// says so (the fault: no /readyz, so Kubernetes cannot tell).
+	resp, err := http.Get("http://" + listen + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "ok: following bags-train") {
+		t.Errorf("/readyz = %d %q, want 200 ok: following bags-train", resp.StatusCode, body)
+	}
 	// The toy classes are separable: the held-out loss is zero.
 	if loss, ok := meta.Metrics["heldout_hamming_loss"]; meta.Kind != streamtest.KindName || meta.Parent != "v3" || !ok || loss != 0 {
 		t.Errorf("promoted %+v", meta)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -38,6 +39,9 @@ type RetrainStore interface {
 	// Prune deletes all but the newest keep versions, never one that an
 	// alias or the rollback history refers to (featurestore.Registry.Prune).
 	Prune(ctx context.Context, keep int) ([]string, error)
+	// SetCandidate makes a version the candidate annotators run in shadow
+	// (featurestore.Registry.SetCandidate).
+	SetCandidate(ctx context.Context, version string) error
 }
 
 // RetrainerConfig configures the retrainer.
@@ -82,8 +86,15 @@ type RetrainerConfig struct {
 	// newest KeepVersions are deleted, except those current, previous or in
 	// the rollback history. 0 keeps every version.
 	KeepVersions int
-	Workers      int
-	Obs          service.Observability
+	// Shadow publishes a fit that passes the held-out comparison as the
+	// registry's "candidate" instead of promoting it: annotators run it
+	// in shadow on live bags and promote it when its live quality is not
+	// worse than current's (package quality). A first model, or one whose
+	// current has another vocabulary or dimension (nothing to compare it
+	// with on the same bags), is promoted as before.
+	Shadow  bool
+	Workers int
+	Obs     service.Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -118,6 +129,10 @@ type Retrainer struct {
 	refits   metric.Int64Counter
 	fitTime  metric.Float64Histogram
 	rejected metric.Int64Counter
+
+	// running is set while Run consumes, rebuilt once the window has been
+	// read up to where the topic ended at start (Ready).
+	running, rebuilt atomic.Bool
 }
 
 type windowBag struct {
@@ -135,9 +150,12 @@ type windowBag struct {
 
 // RefitResult describes one refit.
 type RefitResult struct {
-	Version        string             `json:"version,omitempty"`
-	Parent         string             `json:"parent,omitempty"`
-	Promoted       bool               `json:"promoted"`
+	Version  string `json:"version,omitempty"`
+	Parent   string `json:"parent,omitempty"`
+	Promoted bool   `json:"promoted"`
+	// Shadowed: published as the candidate, for live judgement, instead
+	// of being promoted.
+	Shadowed       bool               `json:"shadowed,omitempty"`
 	Reason         string             `json:"reason"`
 	TrainBags      int                `json:"train_bags"`
 	HeldOutBags    int                `json:"held_out_bags"`
@@ -206,6 +224,15 @@ func (r *Retrainer) initMetrics() error {
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	// Counters exist from the start, every outcome and reason included, so
+	// rates and alerts are defined before the first refit or rejection.
+	ctx := context.Background()
+	for _, p := range []bool{true, false} {
+		r.refits.Add(ctx, 0, metric.WithAttributes(attribute.Bool("promoted", p)))
+	}
+	for _, reason := range wire.Reasons() {
+		r.rejected.Add(ctx, 0, metric.WithAttributes(attribute.String("reason", string(reason))))
 	}
 	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(window, int64(r.Len()))
@@ -515,8 +542,23 @@ func (r *Retrainer) Run(ctx context.Context) error {
 		g.Go(func() error { return r.follow(gctx, p, off, ends[p], msgs) })
 	}
 	log.Info("retrainer rebuilding its window", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
+	r.running.Store(true)
+	defer r.running.Store(false)
 	g.Go(func() error { return r.consume(gctx, len(starts), msgs) })
 	return g.Wait()
+}
+
+// Ready reports whether the retrainer follows its topic with a rebuilt
+// window (so its next refit sees all the data), and why not otherwise: the
+// /readyz body.
+func (r *Retrainer) Ready() (bool, string) {
+	switch {
+	case !r.running.Load():
+		return false, "not ready: not consuming " + r.cfg.Topic
+	case !r.rebuilt.Load():
+		return false, fmt.Sprintf("not ready: rebuilding the window from %s (%d bags so far)", r.cfg.Topic, r.Len())
+	}
+	return true, fmt.Sprintf("ok: following %s, window of %d bags", r.cfg.Topic, r.Len())
 }
 
 // fetched is a message of a partition follower, or (caughtUp) the mark that
@@ -567,6 +609,7 @@ func (r *Retrainer) consume(ctx context.Context, partitions int, msgs <-chan fet
 // offsets are the fresh ones, and they are refitted on at once if there is
 // no model yet or they are Every or more.
 func (r *Retrainer) caughtUp(ctx context.Context) {
+	r.rebuilt.Store(true)
 	meta, known := r.readCurrent(ctx, 5*time.Second)
 	r.mu.Lock()
 	fresh := 0
@@ -869,6 +912,13 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		return res, err
 	}
 	res.Version = stored.Version
+	if res.Promoted && r.cfg.Shadow && cur != nil && compatible {
+		res.Promoted, res.Shadowed = false, true
+		res.Reason += "; published as the candidate, to be judged on live bags"
+		if err := retry(ctx, r.cfg.Obs, "publish candidate", func() error { return r.cfg.Store.SetCandidate(ctx, stored.Version) }); err != nil {
+			return res, err
+		}
+	}
 	if res.Promoted {
 		if err := retry(ctx, r.cfg.Obs, "promote model", func() error { return r.cfg.Store.Promote(ctx, stored.Version) }); err != nil {
 			return res, err

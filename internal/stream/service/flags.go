@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"maps"
+	"strconv"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
@@ -17,9 +19,16 @@ import (
 type Kafka struct {
 	Brokers cli.StringList
 	Topics  wire.Topics
-	// Create makes Start create missing topics with Partitions partitions.
+	// Create makes Start create missing topics with Partitions partitions
+	// and the configuration of TopicSpecs.
 	Create     bool
 	Partitions int
+	// Retention is the retention.ms of the bags and dead-letters topics
+	// created (0: the broker's default); AnnotationsRetention that of the
+	// compacted annotations topic (0: compacted only, the latest annotation
+	// of every bag kept).
+	Retention            time.Duration
+	AnnotationsRetention time.Duration
 	// Security is TLS and SASL towards the brokers.
 	Security kafkasec.Config
 	// CheckTimeout bounds the connection check at start: a wrong password
@@ -29,7 +38,7 @@ type Kafka struct {
 
 // DefaultKafka returns the defaults of the Kafka flags.
 func DefaultKafka() Kafka {
-	return Kafka{Topics: wire.DefaultTopics(), Create: true, Partitions: 4, CheckTimeout: 10 * time.Second}
+	return Kafka{Topics: wire.DefaultTopics(), Create: true, Partitions: 4, Retention: 7 * 24 * time.Hour, CheckTimeout: 10 * time.Second}
 }
 
 // Register adds the Kafka flags to fs, with k's values as defaults.
@@ -41,7 +50,34 @@ func (k *Kafka) Register(fs *flag.FlagSet) {
 	fs.StringVar(&k.Topics.DeadLetter, "topic-dead-letters", k.Topics.DeadLetter, "topic of the dead letters")
 	fs.BoolVar(&k.Create, "create-topics", k.Create, "create missing topics at start-up")
 	fs.IntVar(&k.Partitions, "partitions", k.Partitions, "partitions of the topics created at start-up")
+	fs.DurationVar(&k.Retention, "retention", k.Retention, "retention of the bags and dead-letters topics created at start-up (0: the broker's default)")
+	fs.DurationVar(&k.AnnotationsRetention, "annotations-retention", k.AnnotationsRetention, "retention of the annotations topic created at start-up, which is log-compacted (the latest annotation of each bag is kept); 0: compaction only, no time limit")
 	k.Security.RegisterFlags(fs)
+}
+
+// TopicSpecs are the pipeline's topics with the configuration they are
+// created with. Outputs are keyed by bag id, so annotations are
+// log-compacted: a redelivered bag's annotations collapse to the latest,
+// and consumers that read the topic from the start see each bag once. The
+// training topic is compacted too: the retrainer's window keeps the newest
+// copy of each bag id, and compaction keeps what a rebuild needs without a
+// time limit. Bags and dead letters are deleted after Retention.
+func (k Kafka) TopicSpecs() []kafkaio.TopicSpec {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	deleted := map[string]string{"cleanup.policy": "delete"}
+	if k.Retention > 0 {
+		deleted["retention.ms"] = ms(k.Retention)
+	}
+	annotations := map[string]string{"cleanup.policy": "compact"}
+	if k.AnnotationsRetention > 0 {
+		annotations = map[string]string{"cleanup.policy": "compact,delete", "retention.ms": ms(k.AnnotationsRetention)}
+	}
+	return []kafkaio.TopicSpec{
+		{Name: k.Topics.Annotate, Configs: deleted},
+		{Name: k.Topics.Train, Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Name: k.Topics.Annotations, Configs: annotations},
+		{Name: k.Topics.DeadLetter, Configs: maps.Clone(deleted)},
+	}
 }
 
 // Check reports a missing broker list as a usage error.
@@ -51,6 +87,9 @@ func (k Kafka) Check() error {
 	}
 	if err := k.Security.Validate(); err != nil {
 		return cli.Usage(err)
+	}
+	if k.Retention < 0 || k.AnnotationsRetention < 0 {
+		return cli.Usagef("--retention and --annotations-retention must not be negative")
 	}
 	return nil
 }
@@ -168,7 +207,7 @@ func Start(ctx context.Context, env Env, name string, k Kafka, t Telemetry, logA
 	log.Info("kafka connection checked", "brokers", []string(k.Brokers), "security", k.Security)
 	rt := &Runtime{Log: log, Telemetry: prov, Kafka: conn}
 	if k.Create {
-		if err := kafkaio.EnsureTopics(ctx, k.Brokers, conn, k.Partitions, k.Topics.All()...); err != nil {
+		if err := kafkaio.EnsureTopicSpecs(ctx, k.Brokers, conn, k.Partitions, k.TopicSpecs()...); err != nil {
 			rt.Close()
 			return nil, err
 		}
