@@ -9,6 +9,8 @@
 # ROW is one of: orlr wire featurestore assign measure (default: all five).
 # Output: one line per mutant, then a summary line per row; the raw
 # gremlins reports are kept in $MUTATE_OUT (default: a temporary directory).
+# MUTATE_REUSE=1 scores an existing $MUTATE_OUT/ROW.txt instead of running
+# gremlins again; MUTATE_WORKERS sets gremlins' parallelism (default 2).
 set -euo pipefail
 
 GREMLINS_VERSION=v0.6.0
@@ -66,13 +68,19 @@ run_gremlins() {
 		args=(unleash --workers "${MUTATE_WORKERS:-2}" --timeout-coefficient 10 -o "$OUT/$row.json")
 		[ -n "$ex" ] && args+=(-E "$ex")
 		# --test-cpu is not used: v0.6.0 passes it as one malformed argument.
-		(cd "$ROOT" && GOFLAGS="$(row_goflags "$row")" "$bin/gremlins" "${args[@]}" "./$pkg") >"$OUT/$row.txt" 2>&1 || true
-		grep -E '^ *(KILLED|LIVED|TIMED OUT|NOT COVERED|NOT VIABLE) ' "$OUT/$row.txt" | sed "s|^ *|$row  |" || true
+		if [ "${MUTATE_REUSE:-0}" = 1 ] && [ -s "$OUT/$row.txt" ]; then
+			echo "mutate: $row: reusing $OUT/$row.txt" >&2
+		else
+			(cd "$ROOT" && GOFLAGS="$(row_goflags "$row")" "$bin/gremlins" "${args[@]}" "./$pkg") </dev/null >"$OUT/$row.txt" 2>&1 || true
+		fi
+		grep -E '^ *(KILLED|LIVED|TIMED OUT|NOT VIABLE) ' "$OUT/$row.txt" | sed "s|^ *|$row  |" || true
 		k=$(grep -cE '^ *KILLED ' "$OUT/$row.txt" || true)
 		t=$(grep -cE '^ *TIMED OUT ' "$OUT/$row.txt" || true)
 		l=$(grep -cE '^ *LIVED ' "$OUT/$row.txt" || true)
 		nc=$(grep -cE '^ *NOT COVERED ' "$OUT/$row.txt" || true)
-		summary gremlins "$row" "$((k + t))" "$((l + nc))" "killed $k, timed out $t, lived $l, not covered $nc"
+		rerun_uncovered "$row"
+		summary gremlins "$row" "$((k + t + RERUN_KILLED))" "$((l + RERUN_LIVED))" \
+			"killed $k, timed out $t, lived $l; not covered $nc, re-run: killed $RERUN_KILLED, lived $RERUN_LIVED"
 	done
 }
 
@@ -86,6 +94,63 @@ summary() {
 	fi
 	printf 'SCORE %-8s %-12s %d/%d = %s%%  (%s)\n' "$1" "$2" "$3" "$total" \
 		"$(awk -v a="$3" -v b="$total" 'BEGIN { printf "%.1f", 100 * a / b }')" "$5"
+}
+
+# test_mutant ROW SRC TMP builds ROW's package with TMP in place of SRC (go
+# test -overlay: the worktree is never modified, so an interrupted run
+# leaves nothing to restore), runs its tests and prints killed, survived or
+# nonviable (it does not compile).
+test_mutant() {
+	local pkg flags
+	pkg=$(row_pkg "$1")
+	flags=$(row_goflags "$1")
+	printf '{"Replace":{"%s":"%s"}}\n' "$2" "$3" >"$3.overlay.json"
+	# shellcheck disable=SC2086 # flags is empty or one flag
+	if ! (cd "$ROOT" && go test -overlay "$3.overlay.json" -count=1 -run '^$' $flags "./$pkg" </dev/null >"$3.build.log" 2>&1); then
+		echo nonviable
+	# shellcheck disable=SC2086
+	elif (cd "$ROOT" && timeout 600 go test -overlay "$3.overlay.json" -count=1 -failfast $flags "./$pkg" </dev/null >"$3.test.log" 2>&1); then
+		echo survived
+	else
+		echo killed
+	fi
+}
+
+# rerun_uncovered ROW applies gremlins' NOT COVERED mutants itself. They
+# are all conditions in the case clauses of tagless switches, which Go's
+# cover profile attributes to no block, so gremlins never runs them
+# although the tests execute them. Prints one line per mutant and sets
+# RERUN_KILLED and RERUN_LIVED.
+rerun_uncovered() {
+	local row=$1 kind loc file line col src tmp n=0
+	RERUN_KILLED=0 RERUN_LIVED=0
+	while read -r kind loc; do
+		file=${loc%%:*} line=${loc#*:} col=${line#*:} line=${line%%:*}
+		src="$ROOT/$(row_pkg "$row")/$file"
+		n=$((n + 1))
+		tmp="$OUT/uncovered-$row-$n-$file"
+		if ! awk -v L="$line" -v C="$col" -v K="$kind" '
+			BEGIN {
+				neg["=="] = "!="; neg["!="] = "=="; neg["<"] = ">="; neg["<="] = ">"; neg[">"] = "<="; neg[">="] = "<"
+				bnd["<"] = "<="; bnd["<="] = "<"; bnd[">"] = ">="; bnd[">="] = ">"
+			}
+			NR == L {
+				op = substr($0, C, 2)
+				if (!(op in neg)) op = substr($0, C, 1)
+				rep = (K == "CONDITIONALS_NEGATION") ? neg[op] : (K == "CONDITIONALS_BOUNDARY") ? bnd[op] : ""
+				if (rep == "") exit 3
+				$0 = substr($0, 1, C - 1) rep substr($0, C + length(op))
+			}
+			{ print }' "$src" >"$tmp"; then
+			printf '%s  NOT COVERED %s at %s (not re-run: unknown operator)\n' "$row" "$kind" "$loc"
+			RERUN_LIVED=$((RERUN_LIVED + 1))
+			continue
+		fi
+		case $(test_mutant "$row" "$src" "$tmp") in
+		killed) printf '%s  RERUN KILLED %s at %s\n' "$row" "$kind" "$loc"; RERUN_KILLED=$((RERUN_KILLED + 1)) ;;
+		*) printf '%s  RERUN LIVED  %s at %s\n' "$row" "$kind" "$loc"; RERUN_LIVED=$((RERUN_LIVED + 1)) ;;
+		esac
+	done < <(sed -nE 's/^ *NOT COVERED ([A-Z_]+) at ([^ ]+).*/\1 \2/p' "$OUT/$row.txt")
 }
 
 # run_hand applies each mutation of docs/mutations.txt (one a line:
@@ -123,21 +188,11 @@ run_hand() {
 				stale=1
 				continue
 			fi
-			printf '{"Replace":{"%s":"%s"}}\n' "$src" "$tmp" >"$tmp.overlay.json"
-			local flags
-			flags=$(row_goflags "$row")
-			if ! (cd "$ROOT" && go test -overlay "$tmp.overlay.json" -count=1 -run '^$' $flags "./$(row_pkg "$row")" >"$tmp.build.log" 2>&1); then
-				printf '%s  NOT VIABLE  %s:%s  %s\n' "$row" "$file" "$line" "$why"
-				nonviable=$((nonviable + 1))
-				continue
-			fi
-			if (cd "$ROOT" && timeout 600 go test -overlay "$tmp.overlay.json" -count=1 -failfast $flags "./$(row_pkg "$row")" >"$tmp.test.log" 2>&1); then
-				printf '%s  SURVIVED    %s:%s  %s\n' "$row" "$file" "$line" "$why"
-				survived=$((survived + 1))
-			else
-				printf '%s  KILLED      %s:%s  %s\n' "$row" "$file" "$line" "$why"
-				killed=$((killed + 1))
-			fi
+			case $(test_mutant "$row" "$src" "$tmp") in
+			killed) printf '%s  KILLED      %s:%s  %s\n' "$row" "$file" "$line" "$why"; killed=$((killed + 1)) ;;
+			survived) printf '%s  SURVIVED    %s:%s  %s\n' "$row" "$file" "$line" "$why"; survived=$((survived + 1)) ;;
+			*) printf '%s  NOT VIABLE  %s:%s  %s\n' "$row" "$file" "$line" "$why"; nonviable=$((nonviable + 1)) ;;
+			esac
 		done <"$list"
 		summary hand "$row" "$killed" "$survived" "not viable $nonviable"
 	done

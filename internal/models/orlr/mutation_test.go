@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -69,11 +70,18 @@ func TestFastEStepTakenAndAgreesWithLogSpace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 1))
 	for trial := range 120 {
 		n := 1 + rng.IntN(7)
+		withOpt := trial%4 == 3
 		k := 1 + rng.IntN(min(n, 4))
+		if withOpt {
+			// The optional class needs no instance: k may exceed n by one,
+			// as for a one-instance bag with the unknown class appended
+			// (the log-space programme then meets unions of -Inf only).
+			k = 2 + rng.IntN(min(n, 3))
+		}
 		classes := k + rng.IntN(3)
 		labels := sortedCopy(rng.Perm(classes)[:k])
 		opt := 0
-		if trial%4 == 3 && k > 1 {
+		if withOpt {
 			opt = 1 << (k - 1) // the last class optional, as the unknown class is
 		}
 		scale := []float64{0.5, 2, 6}[trial%3]
@@ -97,12 +105,13 @@ func TestFastEStepTakenAndAgreesWithLogSpace(t *testing.T) {
 				t.Fatalf("%s: %d fallbacks to log space on an ordinary bag", name, f)
 			}
 			wantLL, wantPost := logSpaceReference(t, s, b.z, b.labels, b.opt)
-			if math.Abs(ll-wantLL) > 1e-9*math.Max(1, math.Abs(wantLL)) {
+			// Written as !(≤) so that a NaN on either side fails.
+			if !(math.Abs(ll-wantLL) <= 1e-9*math.Max(1, math.Abs(wantLL))) {
 				t.Errorf("%s: log p(Y|X) = %.12f, log space %.12f", name, ll, wantLL)
 			}
 			for i := range post {
 				for j := range post[i] {
-					if math.Abs(post[i][j]-wantPost[i][j]) > 1e-9 {
+					if !(math.Abs(post[i][j]-wantPost[i][j]) <= 1e-9) {
 						t.Errorf("%s: posterior[%d][%d] = %.12f, log space %.12f", name, i, j, post[i][j], wantPost[i][j])
 					}
 				}
@@ -426,5 +435,34 @@ func TestMoreLabelsThanInstances(t *testing.T) {
 	only := &mil.Dataset{Classes: d.Classes, Dim: 1, Bags: []mil.Bag{d.Bags[0], d.Bags[3]}}
 	if _, err := Fit(context.Background(), only, models.FitOptions{}); !errors.Is(err, models.ErrBadInput) {
 		t.Errorf("fit with only impossible bags: err = %v, want ErrBadInput", err)
+	}
+}
+
+// TestImpossibleBagIsAnError: a bag with more required labels than
+// instances has probability zero even in log space; every programme must
+// report it as an error, never return -Inf with NaN posteriors that would
+// poison the M-step. Catches the zero-probability check of the log-space
+// programme testing for +Inf instead of -Inf.
+func TestImpossibleBagIsAnError(t *testing.T) {
+	for _, alg := range []Algorithm{FAS, Forward} {
+		z := [][]float64{{0.3, -0.2, 0.1}}
+		ll, err := bagPosteriors(newBagScratch(), alg, z, []int{0, 2}, newPost(1, 2))
+		if err == nil {
+			t.Errorf("%s: a one-instance bag with two labels gave log p = %v and no error", alg, ll)
+		}
+	}
+}
+
+// TestFitRejectsZeroDimension: a data set of dimension 0 is refused up
+// front with an error naming it. Catches the check relaxed to dim < 0
+// (mil.Bag.Validate does not check lengths for dimension 0, so the fit
+// would go on with features it cannot place).
+func TestFitRejectsZeroDimension(t *testing.T) {
+	d := &mil.Dataset{Classes: []string{"a", "b"}, Dim: 0, Bags: []mil.Bag{
+		{ID: "x", Instances: [][]float64{{1, 2}}, Labels: []int{0}},
+	}}
+	_, err := Fit(context.Background(), d, models.FitOptions{Params: models.Params{"iters": "1"}})
+	if err == nil || !strings.Contains(err.Error(), "dimension 0") {
+		t.Errorf("fit on a dimension-0 data set: err = %v, want one naming dimension 0", err)
 	}
 }

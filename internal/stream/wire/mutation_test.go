@@ -22,7 +22,7 @@ func plainDocs() []string {
 	return []string{
 		`{}`, `[]`, ` { } `, "\t[\n1\r]\n", `{"a":{}}`, `[[],{}]`, `{"a":[1,2],"b":{"c":null}}`,
 		`true`, `false`, `null`, `[true,false,null]`, `{"t":true}`,
-		`0`, `-0`, `12`, `-7`, `0.5`, `-1.25`, `1e5`, `1E+5`, `1e-5`, `-0.0e0`, `10.01E-10`,
+		`0`, `-0`, `12`, `-7`, `0.5`, `-1.25`, `1e5`, `1E+5`, `1e-5`, `-0.0e0`, `10.01E-10`, `9`, `-9.09e9`, `1234567890`, `[9,19]`,
 		`" "`, `"~"`, `" a~b "`, `""`, `{"":""}`, `{"k" : "v" , "l" : [ 1 , 2 ] }`,
 		strings.Repeat("[", maxFastDepth+1) + strings.Repeat("]", maxFastDepth+1),
 		nestedObjects(maxFastDepth + 1),
@@ -210,5 +210,44 @@ func TestValidateAnnotationAndDeadLetterRefuseSchemaViolations(t *testing.T) {
 	// Each record is refused by the other's schema.
 	if v.ValidateAnnotation(dl) == nil || v.ValidateDeadLetter(ann) == nil {
 		t.Error("an annotation and a dead letter validate against each other's schema")
+	}
+}
+
+// TestSurrogateBoundaries: escaped UTF-16 surrogates at the edges of the
+// high (D800–DBFF) and low (DC00–DFFF) ranges. A pair decodes; a lone half,
+// or a high half followed by a non-surrogate escape, is ambiguous (parsers
+// disagree on it) and refused; the code points just outside the ranges are
+// ordinary characters. Catches every off-by-one in the range checks.
+func TestSurrogateBoundaries(t *testing.T) {
+	v, err := NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id        string // JSON string body
+		ambiguous bool
+		want      string
+	}{
+		{`\ud800\udc00`, false, "\U00010000"},
+		{`\udbff\udfff`, false, "\U0010FFFF"},
+		{`x\ud7ff`, false, "x\ud7ff"},
+		{`x\ue000`, false, "x\ue000"},
+		{`\ud800\ue000`, true, ""},
+		{`\udbff\udbff`, true, ""},
+		{`\ud800\ud7ff`, true, ""},
+		{`\ud800`, true, ""},
+		{`x\udbff`, true, ""},
+		{`x\udc00`, true, ""},
+		{`x\udfff`, true, ""},
+		{`x\udc00\ud800`, true, ""},
+	} {
+		raw := `{"schema_version":1,"id":"` + tc.id + `","dim":1,"instances":[[1]]}`
+		m, err := v.DecodeBag([]byte(raw))
+		switch {
+		case tc.ambiguous && !errors.Is(err, ErrAmbiguous):
+			t.Errorf("id %s: err = %v, want ErrAmbiguous", tc.id, err)
+		case !tc.ambiguous && (err != nil || m.ID != tc.want):
+			t.Errorf("id %s: %v, %v; want id %q", tc.id, m, err, tc.want)
+		}
 	}
 }
