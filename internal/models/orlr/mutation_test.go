@@ -466,3 +466,94 @@ func TestFitRejectsZeroDimension(t *testing.T) {
 		t.Errorf("fit on a dimension-0 data set: err = %v, want one naming dimension 0", err)
 	}
 }
+
+// TestToleranceStopsAtTheFirstSmallGain: with tol > 0 EM stops at the
+// first iteration whose objective gain is at most tol·|objective|, not
+// before and not after. Catches the relative criterion computed as
+// tol/|objective| (the objective is far from ±1, so that stops at another
+// iteration) and a stop that ignores the criterion on some iterations.
+func TestToleranceStopsAtTheFirstSmallGain(t *testing.T) {
+	d := synthetic(14, 60, 3, 2)
+	const tol = 1e-3
+	_, tr := fitT(t, d, models.FitOptions{Params: models.Params{"iters": "60", "tol": "1e-3"}})
+	obj := tr.Objective
+	if math.Abs(obj[0]) < 10 {
+		t.Fatalf("fixture: objective %v too close to ±1 to tell tol·|obj| from tol/|obj|", obj[0])
+	}
+	stop := -1
+	for i := 1; i < len(obj); i++ {
+		if obj[i]-obj[i-1] <= tol*math.Abs(obj[i]) {
+			stop = i
+			break
+		}
+	}
+	if stop < 0 || len(obj) != stop+1 {
+		t.Errorf("ran %d iterations; the first gain within tol is at iteration %d (objectives %v)", len(obj), stop+1, obj)
+	}
+}
+
+// TestUnknownClassAtIndexZero: the unknown class may be the data's first
+// class (index 0). Catches index checks written as > 0 where >= 0 is
+// meant: the data's "unknown" class not found (a second one appended), the
+// unknown class not offered to bags at index 0, and a bag with an empty
+// label refused although the unknown class makes it valid.
+func TestUnknownClassAtIndexZero(t *testing.T) {
+	classes := []string{UnknownClass, "a", "b"}
+	got, unk := modelClasses(classes, true)
+	if unk != 0 || !slices.Equal(got, classes) {
+		t.Fatalf("modelClasses(%v) = %v, %d; want the same classes and 0", classes, got, unk)
+	}
+	labels, opt := allowedClasses([]int{2}, 0)
+	if !slices.Equal(labels, []int{2, 0}) || opt != 0b10 {
+		t.Errorf("allowedClasses([2], 0) = %v, %b; want [2 0], 10", labels, opt)
+	}
+	cfg := DefaultConfig()
+	cfg.Unknown = true
+	d := &mil.Dataset{Classes: classes, Dim: 1, Bags: []mil.Bag{
+		{ID: "empty", Instances: [][]float64{{1}}, Labels: []int{}},
+		{ID: "b", Instances: [][]float64{{2}}, Labels: []int{2}},
+	}}
+	bags, err := selectBags(d, cfg)
+	if err != nil || len(bags) != 2 {
+		t.Errorf("selectBags with unknown class 0: %d bags, %v; want both", len(bags), err)
+	}
+}
+
+// TestEmptyLabelErrorNamesTheFirst: without the unknown class, empty label
+// sets are one error that counts them and names the first. Catches the
+// first id overwritten by later ones (empty == 0 inverted).
+func TestEmptyLabelErrorNamesTheFirst(t *testing.T) {
+	d := &mil.Dataset{Classes: []string{"a"}, Dim: 1, Bags: []mil.Bag{
+		{ID: "ok", Instances: [][]float64{{1}}, Labels: []int{0}},
+		{ID: "e1", Instances: [][]float64{{1}}, Labels: []int{}},
+		{ID: "e2", Instances: [][]float64{{1}}, Labels: []int{}},
+	}}
+	_, err := selectBags(d, DefaultConfig())
+	if !errors.Is(err, models.ErrBadInput) || !strings.Contains(err.Error(), `2 of the 3 labeled training bags (the first "e1")`) {
+		t.Errorf("err = %v, want 2 of 3 with the first \"e1\"", err)
+	}
+}
+
+// TestPruneTiesDropTheLaterBags: among equally expensive bags pruning drops
+// the later ones, so which bags train does not depend on the sort's
+// whims. Catches a non-strict comparison in the stable sort (ties then
+// reorder).
+func TestPruneTiesDropTheLaterBags(t *testing.T) {
+	var bags []mil.Bag
+	for i := range 5 {
+		bags = append(bags, mil.Bag{ID: fmt.Sprint(i), Instances: [][]float64{{1}, {2}}, Labels: []int{0}})
+	}
+	cfg := DefaultConfig()
+	cfg.Prune = 0.4
+	kept, err := selectBags(&mil.Dataset{Classes: []string{"a"}, Dim: 1, Bags: bags}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range kept {
+		got = append(got, b.ID)
+	}
+	if !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Errorf("kept %v of five equal bags, want [0 1 2]", got)
+	}
+}
