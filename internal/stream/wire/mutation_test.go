@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -240,6 +241,7 @@ func TestSurrogateBoundaries(t *testing.T) {
 		{`x\udc00`, true, ""},
 		{`x\udfff`, true, ""},
 		{`x\udc00\ud800`, true, ""},
+		{`x\udc00\udc00`, true, ""}, // DC00 is a low half, never a high one
 	} {
 		raw := `{"schema_version":1,"id":"` + tc.id + `","dim":1,"instances":[[1]]}`
 		m, err := v.DecodeBag([]byte(raw))
@@ -249,5 +251,24 @@ func TestSurrogateBoundaries(t *testing.T) {
 		case !tc.ambiguous && (err != nil || m.ID != tc.want):
 			t.Errorf("id %s: %v, %v; want id %q", tc.id, m, err, tc.want)
 		}
+	}
+}
+
+// TestInvalidUTF8Position: the ambiguity error names the byte where the
+// invalid UTF-8 starts, past valid multi-byte characters and past a
+// literal U+FFFD (valid UTF-8 that decodes to utf8.RuneError, with a width
+// of 3). Catches the scan stopping at the first rune of any kind, or at a
+// literal U+FFFD, or never (the position then is 0 or the end).
+func TestInvalidUTF8Position(t *testing.T) {
+	v, err := NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "{\"schema_version\":1,\"id\":\"a\u00e9\ufffdb"
+	raw := prefix + "\xffc\",\"dim\":1,\"instances\":[[1]]}"
+	_, err = v.DecodeBag([]byte(raw))
+	want := fmt.Sprintf("invalid UTF-8 at byte %d", len(prefix))
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want ErrAmbiguous with %q", err, want)
 	}
 }
