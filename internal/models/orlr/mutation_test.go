@@ -557,3 +557,30 @@ func TestPruneTiesDropTheLaterBags(t *testing.T) {
 		t.Errorf("kept %v of five equal bags, want [0 1 2]", got)
 	}
 }
+
+// TestFitRejectsInvalidTrainingBags: a labeled training bag that breaks the
+// bag invariants (a feature vector of the wrong length, a non-finite
+// feature, a label out of range or out of order) fails the fit with
+// ErrBadInput and the invariant it breaks, before any EM work. Catches the
+// validation dropped from selectBags: the fit then crashes, or trains on a
+// row read across two instances, or fails with an error that names no
+// input fault.
+func TestFitRejectsInvalidTrainingBags(t *testing.T) {
+	good := mil.Bag{ID: "good", Instances: [][]float64{{1, 2}, {3, 4}}, Labels: []int{0, 1}}
+	for _, tc := range []struct {
+		name string
+		bag  mil.Bag
+		want error
+	}{
+		{"dimension", mil.Bag{ID: "x", Instances: [][]float64{{1, 2}, {3}}, Labels: []int{0}}, mil.ErrDimension},
+		{"non-finite", mil.Bag{ID: "x", Instances: [][]float64{{1, math.Inf(1)}}, Labels: []int{0}}, mil.ErrNonFinite},
+		{"label range", mil.Bag{ID: "x", Instances: [][]float64{{1, 2}}, Labels: []int{5}}, mil.ErrLabelRange},
+		{"label order", mil.Bag{ID: "x", Instances: [][]float64{{1, 2}, {3, 4}}, Labels: []int{1, 0}}, mil.ErrLabelOrder},
+	} {
+		d := &mil.Dataset{Classes: []string{"a", "b"}, Dim: 2, Bags: []mil.Bag{good, tc.bag}}
+		_, err := Fit(context.Background(), d, models.FitOptions{Params: models.Params{"iters": "1"}})
+		if !errors.Is(err, models.ErrBadInput) || !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want ErrBadInput wrapping %v", tc.name, err, tc.want)
+		}
+	}
+}
