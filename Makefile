@@ -39,6 +39,14 @@ soak:
 status-screenshot:
 	MIMLSTREAM_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run TestStatusPageInChromium ./internal/status/
 
+# Mutation testing of the core packages: gremlins (pinned in the script)
+# and the hand mutations of docs/mutations.txt; how to read the output and
+# the last results are in docs/mutation.md. About 40 minutes of CPU, so not
+# in `make test` or CI. ROWS=orlr (or wire, featurestore, assign, measure)
+# limits it to some packages.
+mutate:
+	docs/mutate.sh all $(ROWS)
+
 # Annotators and the retrainer SIGKILLed at random for 3 minutes while valid,
 # invalid, oversize and poison bags flow (MIMLSTREAM_CHAOS_DURATION=5m to
 # change): 0 bag ids missing, every bad one dead-lettered, the registry

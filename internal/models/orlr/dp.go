@@ -53,6 +53,10 @@ type dpWork struct {
 	opt        int // optional classes, as a mask; set per bag by bagPosteriors
 	cur, next  []float64
 	u, v, diag []float64
+	// fallbacks counts the bags this scratch redid in log space: a broken
+	// or never-taken fast path gives the same posteriors, so only this
+	// count tells (tests read it; it belongs to one worker, like the rest).
+	fallbacks int
 }
 
 func newDPWork(k int) *dpWork {
@@ -114,6 +118,7 @@ func (d *dpWork) posteriors(alg Algorithm, q, lq, post [][]float64) (float64, er
 		return 0, fmt.Errorf("unknown E-step algorithm %q", alg)
 	}
 	if errors.Is(err, errDegenerate) {
+		d.fallbacks++
 		return d.logForward(lq, post)
 	}
 	return ll, err
