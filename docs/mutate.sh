@@ -37,7 +37,7 @@ row_pkg() {
 row_exclude() {
 	case $1 in
 	orlr) echo '(^|/)(config|kernel|model)\.go$' ;;
-	wire) echo '(^|/)(deadletter|messages|doc)\.go$' ;;
+	wire) echo '(^|/)(deadletter|messages|doc|annotation)\.go$' ;;
 	featurestore) echo '(^|/)(cache|compat|id|redis)\.go$' ;;
 	*) echo '' ;;
 	esac
