@@ -38,7 +38,10 @@
 // MIMLCA only:
 //
 //	iters=50                  maximum adapted k-means iterations per restart
-//	restarts=10               random initializations of H; lowest eq. 12 wins
+//	restarts=10               random initializations of H after the authors'
+//	                          deterministic start (centroids = means of the
+//	                          instances of the bags carrying each label);
+//	                          lowest eq. 12 wins
 //	assign=input|kernel       space of the adapted k-means for kernel models
 //	capacity=1                instances of a bag one candidate label may take
 //	                          (1 = eq. 2 of the paper; larger values replicate

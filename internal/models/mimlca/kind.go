@@ -38,7 +38,7 @@ var _ models.Model = (*metriclearn.Model)(nil)
 func ParamSpecs() []models.ParamSpec {
 	return append(metriclearn.ParamSpecs(),
 		models.ParamSpec{Name: "iters", Type: models.ParamInt, Default: "50", Doc: "maximum adapted k-means iterations per restart"},
-		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment; lowest eq. 12 objective wins"},
+		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment after the authors' deterministic start (0: that start alone); lowest eq. 12 objective wins"},
 		models.ParamSpec{Name: "assign", Type: models.ParamEnum, Values: []string{"input", "kernel"}, Default: "input",
 			Doc: "space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"},
 		models.ParamSpec{Name: "capacity", Type: models.ParamInt, Default: "1", Doc: "instances of a bag one candidate label may take (1: eq. 2 of the paper)"},
@@ -80,8 +80,8 @@ func parseOptions(p models.Params) (Options, error) {
 	if o.Assign != "input" && o.Assign != "kernel" {
 		return o, fmt.Errorf("param assign=%q: want input or kernel", o.Assign)
 	}
-	if o.Iters < 1 || o.Restarts < 1 {
-		return o, fmt.Errorf("params iters=%d restarts=%d must be >= 1", o.Iters, o.Restarts)
+	if o.Iters < 1 || o.Restarts < 0 {
+		return o, fmt.Errorf("params iters=%d restarts=%d: want iters >= 1, restarts >= 0", o.Iters, o.Restarts)
 	}
 	return o, nil
 }
