@@ -55,13 +55,13 @@ func TestMSCV2InstanceAccuracy(t *testing.T) {
 		kind   models.Kind
 		params models.Params
 	}{
-		{"mimlca", Kind(), models.Params{}},
-		{"mimlca-alpha", Kind(), models.Params{"rule": "alpha"}},
-		{"mimlca-euclidean", Kind(), models.Params{"metric": "euclidean"}},
-		{"mimlca-rbf", Kind(), models.Params{"kernel": "rbf"}},
-		{"mimlca-rbf-alpha", Kind(), models.Params{"kernel": "rbf", "rule": "alpha"}},
-		{"mimlca-cap", Kind(), models.Params{"capacity": "100"}},
-		{"mimlca-rbf-cap", Kind(), models.Params{"kernel": "rbf", "capacity": "100"}},
+		{"mimlca", Kind(), models.Params{"select": "none"}},
+		{"mimlca-alpha", Kind(), models.Params{"select": "none", "rule": "alpha"}},
+		{"mimlca-euclidean", Kind(), models.Params{"select": "none", "metric": "euclidean"}},
+		{"mimlca-rbf", Kind(), models.Params{"select": "none", "kernel": "rbf"}},
+		{"mimlca-rbf-alpha", Kind(), models.Params{"select": "none", "kernel": "rbf", "rule": "alpha"}},
+		{"mimlca-cap", Kind(), models.Params{"select": "none", "capacity": "100"}},
+		{"mimlca-rbf-cap", Kind(), models.Params{"select": "none", "kernel": "rbf", "capacity": "100"}},
 		{"mlca", mlca.Kind(), models.Params{}},
 		{"mlca-alpha", mlca.Kind(), models.Params{"rule": "alpha"}},
 		{"mlca-rbf", mlca.Kind(), models.Params{"kernel": "rbf"}},
@@ -107,6 +107,8 @@ func TestZhouSceneBagMetrics(t *testing.T) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
+			// Fixed settings, as the rows name them (select=cv is the default).
+			tc.params["select"] = "none"
 			r, err := eval.Run(context.Background(), Kind(), ds, eval.Config{Mode: models.Inductive, Folds: 5, Seed: 1, Params: tc.params})
 			if err != nil {
 				t.Fatal(err)
@@ -145,7 +147,7 @@ func TestZhouRefsGrid(t *testing.T) {
 	ds := loadTestdata(t, "miml_image_zhou/miml_03_data.arff")
 	for _, rc := range []string{"5", "10", "15", "20"} {
 		for _, metric := range []string{"learned", "euclidean"} {
-			params := models.Params{"metric": metric, "refs": rc, "citers": rc}
+			params := models.Params{"metric": metric, "refs": rc, "citers": rc, "select": "none"}
 			r, err := eval.Run(context.Background(), Kind(), ds, eval.Config{Mode: models.Inductive, Folds: 5, Seed: 1, Params: params})
 			if err != nil {
 				t.Fatal(err)
@@ -204,7 +206,7 @@ func TestMSCV2ObjectivePerFold(t *testing.T) {
 	t.Logf("|---|---|---|---|")
 	wins := 0
 	for _, f := range fits {
-		_, res, err := Fit(context.Background(), ds.Subset(f.Train), models.FitOptions{Seed: 1})
+		_, res, err := Fit(context.Background(), ds.Subset(f.Train), models.FitOptions{Seed: 1, Params: models.Params{"select": "none"}})
 		if err != nil {
 			t.Fatal(err)
 		}
