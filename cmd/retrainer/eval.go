@@ -28,7 +28,7 @@ import (
 // evalFlags are the settings of `retrainer eval`.
 type evalFlags struct {
 	data, model, mode, split, out, sweep, sweepValues, plot string
-	listParams                                              string
+	listParams, foldsOut                                    string
 	folds, repeats, workers                                 int
 	seed                                                    int64
 	stratify, json                                          bool
@@ -62,6 +62,7 @@ doc); any other key is rejected.`, e.stderr)
 	fs.StringVar(&f.out, "out", "", "write the result to this `file` instead of standard output")
 	fs.StringVar(&f.sweep, "sweep", "", "sweep a speed-up parameter: prune or subset")
 	fs.StringVar(&f.sweepValues, "sweep-values", "", "comma-separated fractions of the sweep (default prune: 0,0.1,...,0.9; subset: 1,0.8,...,0.1)")
+	fs.StringVar(&f.foldsOut, "folds-out", "", "also write the protocol's folds (repeat, fold, 0-based train and test bag indices and the bag names) as JSON to this `file`, to run another implementation on the same folds")
 	fs.StringVar(&f.plot, "plot", "", "with --sweep, draw accuracy and time against the fraction to this `file` (.png or .svg)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,6 +128,11 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 	}
 	cfg.Split = split
 	cfg.Logger = e.logger
+	if f.foldsOut != "" {
+		if err := writeFolds(f.foldsOut, data, cfg); err != nil {
+			return err
+		}
+	}
 	if cfg.Mode == models.Transductive && split == nil {
 		e.logger.Info("transductive protocol: one fit on all bags per repeat; --folds does not apply")
 	}
@@ -357,4 +363,30 @@ func writeSweep(w io.Writer, sr *eval.SweepReport) error {
 			p.TrainSeconds, p.SpeedUp, p.TrainCPUSeconds, p.CPUSpeedUp)
 	}
 	return tw.Flush()
+}
+
+// writeFolds writes the fits eval.Run will make, with the bag names, so a
+// peer implementation (e.g. Doran's misvm) can be scored on the same folds.
+func writeFolds(path string, data *mil.Dataset, cfg eval.Config) error {
+	fits, err := eval.Plan(data, cfg)
+	if err != nil {
+		return fmt.Errorf("folds: %w", err)
+	}
+	names := make([]string, len(data.Bags))
+	for i := range data.Bags {
+		names[i] = data.Bags[i].ID
+	}
+	b, err := json.Marshal(struct {
+		Dataset string            `json:"dataset"`
+		Seed    int64             `json:"seed"`
+		Bags    []string          `json:"bags"`
+		Fits    []eval.PlannedFit `json:"fits"`
+	}{data.Name, cfg.Seed, names, fits})
+	if err != nil {
+		return fmt.Errorf("folds: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("folds: %w", err)
+	}
+	return nil
 }

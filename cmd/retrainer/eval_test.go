@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
@@ -400,5 +401,49 @@ func TestEvalRejectsUndeclaredParams(t *testing.T) {
 	}
 	if n := len(rec.Fits()); n != 2 {
 		t.Errorf("%d fits, want 2 (only the valid run's two folds)", n)
+	}
+}
+
+// TestEvalFoldsOut: --folds-out writes the folds the run uses: per repeat,
+// the test folds partition the bags, train is their complement, and they
+// are folds.KFold's (seed, repeat) folds. It catches an export that drifts
+// from the folds eval.Run scores, which would make a peer comparison
+// meaningless.
+func TestEvalFoldsOut(t *testing.T) {
+	path := writeBinary(t)
+	out := filepath.Join(t.TempDir(), "folds.json")
+	code, _, stderr := runArgs(t, "eval", "--data", path, "--model", "echo", "--folds", "3", "--repeats", "2", "--seed", "7", "--folds-out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Bags []string `json:"bags"`
+		Fits []struct {
+			Repeat, Fold int
+			Train, Test  []int
+		} `json:"fits"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	n := len(got.Bags)
+	if n == 0 || len(got.Fits) != 6 {
+		t.Fatalf("%d bags, %d fits; want some bags and 2×3 fits", n, len(got.Fits))
+	}
+	for _, f := range got.Fits {
+		want, err := folds.KFold(n, 3, 7, uint64(f.Repeat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(f.Test, want[f.Fold]) {
+			t.Errorf("repeat %d fold %d: test %v, want %v", f.Repeat, f.Fold, f.Test, want[f.Fold])
+		}
+		if !slices.Equal(f.Train, folds.Complement(n, f.Test)) {
+			t.Errorf("repeat %d fold %d: train is not the complement of test", f.Repeat, f.Fold)
+		}
 	}
 }

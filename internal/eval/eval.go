@@ -181,6 +181,29 @@ type task struct {
 	train, test  []int
 }
 
+// PlannedFit is one fit of a protocol run: which bags it trains on and
+// which it annotates (indices into the dataset), so another implementation
+// can be run on exactly the same folds.
+type PlannedFit struct {
+	Repeat int   `json:"repeat"`
+	Fold   int   `json:"fold"`
+	Train  []int `json:"train"`
+	Test   []int `json:"test"`
+}
+
+// Plan returns the fits Run makes for data under cfg, in Run's order.
+func Plan(data *mil.Dataset, cfg Config) ([]PlannedFit, error) {
+	tasks, _, _, err := plan(data, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PlannedFit, len(tasks))
+	for i, t := range tasks {
+		out[i] = PlannedFit{Repeat: t.repeat, Fold: t.fold, Train: t.train, Test: t.test}
+	}
+	return out, nil
+}
+
 // plan lays out the fits of a run.
 func plan(data *mil.Dataset, cfg Config) (tasks []task, perRepeat int, protocol string, err error) {
 	n := len(data.Bags)

@@ -36,14 +36,23 @@ var _ models.Model = (*metriclearn.Model)(nil)
 // ParamSpecs declares the keys Fit reads: those of metriclearn.ParseConfig
 // and the MIMLCA-specific ones (see doc.go).
 func ParamSpecs() []models.ParamSpec {
-	return append(metriclearn.ParamSpecs(),
+	shared := metriclearn.ParamSpecs()
+	for i := range shared {
+		// select=cv (the default) searches hausdorff unless it is given,
+		// so its absence is not the same as its fixed default.
+		if shared[i].Name == "hausdorff" {
+			shared[i].Default = ""
+			shared[i].Doc += " (default: chosen by select=cv; min with select=none)"
+		}
+	}
+	return append(shared,
 		models.ParamSpec{Name: "iters", Type: models.ParamInt, Default: "50", Doc: "maximum adapted k-means iterations per restart"},
-		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment; lowest eq. 12 objective wins"},
+		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment after the authors' deterministic start (0: that start alone); lowest eq. 12 objective wins"},
 		models.ParamSpec{Name: "assign", Type: models.ParamEnum, Values: []string{"input", "kernel"}, Default: "input",
 			Doc: "space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"},
-		models.ParamSpec{Name: "capacity", Type: models.ParamInt, Default: "1", Doc: "instances of a bag one candidate label may take (1: eq. 2 of the paper)"},
-		models.ParamSpec{Name: "select", Type: models.ParamEnum, Values: []string{SelectNone, SelectCV}, Default: SelectNone,
-			Doc: "cv: choose capacity and hausdorff by inner cross-validation on the training bags"},
+		models.ParamSpec{Name: "capacity", Type: models.ParamInt, Doc: "instances of a bag one candidate label may take (1: eq. 2 of the paper; default: chosen among 1, 9 by select=cv, 1 with select=none)"},
+		models.ParamSpec{Name: "select", Type: models.ParamEnum, Values: []string{SelectCV, SelectNone}, Default: SelectCV,
+			Doc: "cv: choose capacity and hausdorff by inner cross-validation on the training bags; none: the paper's fixed settings"},
 		models.ParamSpec{Name: ParamSelectFolds, Type: models.ParamInt, Default: "3", Doc: "inner folds of select=cv, >= 2"},
 		models.ParamSpec{Name: ParamSelectScore, Type: models.ParamFloat,
 			Doc: "recorded by select=cv in Meta().Params (the winner's inner average precision); ignored as input"},
@@ -80,8 +89,8 @@ func parseOptions(p models.Params) (Options, error) {
 	if o.Assign != "input" && o.Assign != "kernel" {
 		return o, fmt.Errorf("param assign=%q: want input or kernel", o.Assign)
 	}
-	if o.Iters < 1 || o.Restarts < 1 {
-		return o, fmt.Errorf("params iters=%d restarts=%d must be >= 1", o.Iters, o.Restarts)
+	if o.Iters < 1 || o.Restarts < 0 {
+		return o, fmt.Errorf("params iters=%d restarts=%d: want iters >= 1, restarts >= 0", o.Iters, o.Restarts)
 	}
 	return o, nil
 }
@@ -97,7 +106,7 @@ func parseOptions(p models.Params) (Options, error) {
 // cross-validation on train (see Select); the Result is then the one of the
 // final refit.
 func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
-	switch s := opt.Params.String("select", SelectNone); s {
+	switch s := opt.Params.String("select", SelectCV); s {
 	case SelectNone:
 	case SelectCV:
 		return fitSelected(ctx, train, opt)

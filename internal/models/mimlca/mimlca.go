@@ -30,6 +30,11 @@ type Result struct {
 	Trace []float64
 	// Iterations of the best restart.
 	Iterations int
+	// Deterministic is the final objective of the authors' start (every
+	// centroid the mean of the instances of the bags carrying its label),
+	// RandomBest the lowest final objective over the random restarts
+	// (+Inf without any). Objective is the smaller of the two.
+	Deterministic, RandomBest float64
 }
 
 // KMeansOptions control the adapted k-means.
@@ -42,12 +47,14 @@ type KMeansOptions struct {
 	// <= 0 means 1.
 	Capacity int
 	Iters    int // maximum iterations per restart
-	Restarts int // random initializations; the lowest objective wins
+	Restarts int // random initializations after the deterministic start (0: that start alone); the lowest objective wins
 	Workers  int // <= 0: all cores
 }
 
 // AdaptedKMeans solves eq. 12 of Law et al. 2017 by Algorithm 1: starting
-// from a random H in Q^V, it alternates the centroids Z = H†U (class means,
+// from the authors' deterministic point (each centroid the mean of the
+// instances of the bags carrying that label, then the exact assignment),
+// and from opt.Restarts random H in Q^V, it alternates the centroids Z = H†U (class means,
 // zero for an empty class) with the exact per-bag assignment of eq. 13, a
 // rectangular assignment problem between the bag's instances and its
 // candidate labels (at most one instance per label and one label per
@@ -78,18 +85,33 @@ func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOpti
 		workers = runtime.GOMAXPROCS(0)
 	}
 	capacity := max(opt.Capacity, 1)
-	best := Result{Objective: math.Inf(1)}
+	best := Result{Objective: math.Inf(1), RandomBest: math.Inf(1)}
 	z := mat.NewDense(opt.K, s, nil)
 	bagCost := make([]float64, len(bags))
-	for r := 0; r < max(opt.Restarts, 1); r++ {
-		h := randomAssignment(n, bags, capacity, rng)
+	// Restart −1 is the deterministic start, then the random ones; the
+	// random draws are those of the random restarts alone, so adding the
+	// deterministic start can only lower the kept objective.
+	for r := -1; r < opt.Restarts; r++ {
+		var h []int
+		if r < 0 {
+			h = make([]int, n)
+			for j := range h {
+				h[j] = -1
+			}
+			labelMeans(u, bags, z)
+		} else {
+			h = randomAssignment(n, bags, capacity, rng)
+			centroids(u, h, z)
+		}
 		var trace []float64
 		iters := 0
 		for iters < max(opt.Iters, 1) {
 			if err := ctx.Err(); err != nil {
 				return Result{}, err
 			}
-			centroids(u, h, z)
+			if iters > 0 {
+				centroids(u, h, z)
+			}
 			changed, err := assignAll(u, z, bags, h, bagCost, capacity, workers)
 			if err != nil {
 				return Result{}, err
@@ -104,11 +126,45 @@ func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOpti
 				break
 			}
 		}
-		if obj := trace[len(trace)-1]; obj < best.Objective {
-			best = Result{Assigned: h, Objective: obj, Trace: trace, Iterations: iters}
+		obj := trace[len(trace)-1]
+		if r < 0 {
+			best.Deterministic = obj
+		} else {
+			best.RandomBest = min(best.RandomBest, obj)
+		}
+		if obj < best.Objective {
+			best.Assigned, best.Objective, best.Trace, best.Iterations = h, obj, trace, iters
 		}
 	}
 	return best, nil
+}
+
+// labelMeans sets the rows of z to the authors' starting centroids: row c
+// is the mean of every instance of every bag carrying label c (zero for a
+// label no bag carries).
+func labelMeans(u *mat.Dense, bags []Bag, z *mat.Dense) {
+	z.Zero()
+	k, _ := z.Dims()
+	cnt := make([]float64, k)
+	for _, b := range bags {
+		for _, c := range b.Labels {
+			zr := z.RawRowView(c)
+			for j := b.Start; j < b.Start+b.N; j++ {
+				for t, v := range u.RawRowView(j) {
+					zr[t] += v
+				}
+			}
+			cnt[c] += float64(b.N)
+		}
+	}
+	for c := range cnt {
+		if cnt[c] > 0 {
+			zr := z.RawRowView(c)
+			for t := range zr {
+				zr[t] /= cnt[c]
+			}
+		}
+	}
 }
 
 // randomAssignment draws H uniformly among the maximal matchings of each bag:

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -178,7 +182,8 @@ func TestFitRejectsBadParams(t *testing.T) {
 // the default for kernels: with every instance as a landmark K is invertible,
 // U Uᵀ = K K† = I, all rows of U are orthonormal and every H in Q^V has the
 // same objective in eq. 12, so the adapted k-means cannot move from its
-// random start. The training assignment is then no better than chance.
+// start: every start ends at the same objective. The training assignment
+// is then no better than chance.
 func TestKernelStepOneIsVacuousWithExactKernel(t *testing.T) {
 	ds := synthData(t, small, 2)
 	train := ds.Subset(modeltest.Seq(0, 120))
@@ -187,10 +192,11 @@ func TestKernelStepOneIsVacuousWithExactKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i < len(res.Trace); i++ {
-		if d := res.Trace[i] - res.Trace[0]; d > 1e-6 || d < -1e-6 {
-			t.Fatalf("objective moved (%v): U Uᵀ is not the identity", res.Trace)
-		}
+	// Every H has the same objective, so the random start and the
+	// authors' deterministic one (whose first step is scored against the
+	// label means, not an H) end at the same value.
+	if d := res.Deterministic - res.RandomBest; d > 1e-6 || d < -1e-6 {
+		t.Fatalf("deterministic start ends at %v, random at %v: U Uᵀ is not the identity", res.Deterministic, res.RandomBest)
 	}
 }
 
@@ -200,5 +206,91 @@ func TestFitHonoursCancellation(t *testing.T) {
 	cancel()
 	if _, _, err := Fit(ctx, ds, models.FitOptions{Seed: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
+	}
+}
+
+// TestDeterministicStart: the authors' start is always among the restarts,
+// so the kept objective is never above the objective it reaches alone
+// (restarts=0), and its centroids are the means of the instances of the
+// bags carrying each label (checked against a direct computation). It
+// catches a start that is dropped, seeded from the random draws, or that
+// averages the wrong instances.
+func TestDeterministicStart(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 20 {
+		k, s := 2+r.IntN(4), 1+r.IntN(3)
+		var bags []Bag
+		var rows [][]float64
+		for range 6 + r.IntN(10) {
+			b := Bag{Start: len(rows), N: 1 + r.IntN(4)}
+			for c := range k {
+				if r.IntN(2) == 0 {
+					b.Labels = append(b.Labels, c)
+				}
+			}
+			if len(b.Labels) == 0 {
+				b.Labels = []int{r.IntN(k)}
+			}
+			for range b.N {
+				x := make([]float64, s)
+				for j := range x {
+					x[j] = r.NormFloat64() + float64(b.Labels[0])
+				}
+				rows = append(rows, x)
+			}
+			bags = append(bags, b)
+		}
+		u := mat.NewDense(len(rows), s, nil)
+		for i, x := range rows {
+			u.SetRow(i, x)
+		}
+		// Direct means of the label-carrying bags' instances.
+		z := mat.NewDense(k, s, nil)
+		labelMeans(u, bags, z)
+		for c := range k {
+			sum, cnt := make([]float64, s), 0.0
+			for _, b := range bags {
+				if slices.Contains(b.Labels, c) {
+					for j := b.Start; j < b.Start+b.N; j++ {
+						for f := range s {
+							sum[f] += rows[j][f]
+						}
+						cnt++
+					}
+				}
+			}
+			for f := range s {
+				want := 0.0
+				if cnt > 0 {
+					want = sum[f] / cnt
+				}
+				if math.Abs(z.At(c, f)-want) > 1e-12 {
+					t.Fatalf("trial %d: centroid %d[%d] = %v, want %v", trial, c, f, z.At(c, f), want)
+				}
+			}
+		}
+		alone, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Iters: 50, Restarts: 0}, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !math.IsInf(alone.RandomBest, 1) || alone.Objective != alone.Deterministic {
+			t.Fatalf("trial %d: restarts=0 ran random starts (%+v)", trial, alone)
+		}
+		for seed := range uint64(3) {
+			res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Iters: 50, Restarts: 5}, rand.New(rand.NewPCG(seed, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Deterministic != alone.Deterministic {
+				t.Fatalf("trial %d: deterministic start reached %v, alone %v", trial, res.Deterministic, alone.Deterministic)
+			}
+			if res.Objective > alone.Objective {
+				t.Fatalf("trial %d seed %d: objective %v above the deterministic start's %v", trial, seed, res.Objective, alone.Objective)
+			}
+			if res.Objective != min(res.Deterministic, res.RandomBest) {
+				t.Fatalf("trial %d: kept %v, not the best of %v and %v", trial, res.Objective, res.Deterministic, res.RandomBest)
+			}
+		}
 	}
 }

@@ -56,9 +56,13 @@
 //	dcd_eps      dcd: relative duality gap to stop at           (1e-3)
 //	dcd_sweeps   dcd: maximum passes over the bags per subproblem (2000)
 //	scale        feature transform fitted on the training instances:
-//	             zscore | none | unit (instance / ‖instance‖) |
+//	             auto | zscore | none | unit (instance / ‖instance‖) |
 //	             zunit (z-score, then unit norm) | minmax (each
-//	             feature to [0, 1]); see README "Scaling and C"  (zscore)
+//	             feature to [0, 1]); see README "Scaling and C".
+//	             auto chooses unit or zscore on the training bags:
+//	             the inner CV of λ runs under both, and the transform
+//	             with the higher mean inner accuracy is kept with
+//	             the λ it chose (unit on ties)                    (auto)
 //
 // # Reconstruction choices
 //

@@ -297,3 +297,60 @@ func TestWarmStart(t *testing.T) {
 		t.Errorf("progress %v does not end at %d", progress, len(train.Classes))
 	}
 }
+
+// TestScaleAutoEqualsItsChoice: scale=auto (the default) fits exactly the
+// model that giving its chosen transform explicitly fits, on data where
+// either transform may win (two seeds of the toy, and a shift that makes
+// unit norms lose the class signal). It catches a λ reused from the other
+// transform's inner CV, or a scaler that differs from the one the scorers
+// were trained under.
+func TestScaleAutoEqualsItsChoice(t *testing.T) {
+	seen := map[ovr.Scaling]bool{}
+	for _, tc := range []struct {
+		seed  uint64
+		shift float64
+		// stretch multiplies each instance by a random factor up to e^±3:
+		// only the direction carries the class, which unit norms keep.
+		stretch bool
+	}{{1, 0, false}, {2, 0, false}, {3, 50, false}, {4, 0, true}} {
+		train := mimlToy(tc.seed, 60, 2, 4)
+		r := rand.New(rand.NewPCG(tc.seed, 11))
+		for i := range train.Bags {
+			for _, x := range train.Bags[i].Instances {
+				x[3] += tc.shift
+				if tc.stretch {
+					f := math.Exp(3 * (2*r.Float64() - 1))
+					for j := range x {
+						x[j] *= f
+					}
+				}
+			}
+		}
+		opt := models.FitOptions{Seed: 3, Workers: 1}
+		auto, err := Fit(context.Background(), train, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mode, err := ovr.ParseScaling(string(auto.State().Scaler.Mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode != ovr.ScaleUnit && mode != ovr.ScaleZScore {
+			t.Fatalf("scale=auto chose %q, not one of unit, zscore", mode)
+		}
+		seen[mode] = true
+		opt.Params = models.Params{"scale": string(mode)}
+		explicit, err := Fit(context.Background(), train, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := auto.MarshalState()
+		b, _ := explicit.MarshalState()
+		if string(a) != string(b) {
+			t.Errorf("seed %d shift %v: scale=auto (chose %s) differs from scale=%s given", tc.seed, tc.shift, mode, mode)
+		}
+	}
+	if !seen[ovr.ScaleUnit] || !seen[ovr.ScaleZScore] {
+		t.Errorf("transforms chosen %v: the cases should exercise both", seen)
+	}
+}

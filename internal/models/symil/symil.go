@@ -57,7 +57,7 @@ type Config struct {
 	GramLimit     int
 	DCDEps        float64
 	DCDSweeps     int
-	Scale         ovr.Scaling // feature transform, fitted on the training instances
+	Scale         ovr.Scaling // feature transform, fitted on the training instances; "" chooses (scale=auto)
 }
 
 var _ models.Model = (*ovr.Model)(nil)
@@ -85,8 +85,8 @@ func ParamSpecs() []models.ParamSpec {
 		{Name: "gram_limit", Type: models.ParamInt, Default: "6000", Doc: "maximum training instances for the rbf kernel (Gram matrix memory)"},
 		{Name: "dcd_eps", Type: models.ParamFloat, Default: "0.001", Doc: "dcd: relative duality gap to stop at"},
 		{Name: "dcd_sweeps", Type: models.ParamInt, Default: "2000", Doc: "dcd: maximum passes over the bags per subproblem"},
-		{Name: "scale", Type: models.ParamEnum, Values: scalings(), Default: string(ovr.ScaleZScore),
-			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1])"},
+		{Name: "scale", Type: models.ParamEnum, Values: append([]string{ScaleAuto}, scalings()...), Default: ScaleAuto,
+			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]); auto: unit or zscore, whichever the inner CV of lambda scores higher"},
 	}
 }
 
@@ -118,8 +118,10 @@ func ParseParams(p models.Params) (Config, error) {
 		return Config{}, fmt.Errorf("symil: the rbf kernel is trained in the dual (solver=cp or dcd)")
 	}
 	var err error
-	if cfg.Scale, err = ovr.ParseScaling(p.String("scale", string(ovr.ScaleZScore))); err != nil {
-		return Config{}, fmt.Errorf("symil: %w", err)
+	if sc := p.String("scale", ScaleAuto); sc != ScaleAuto {
+		if cfg.Scale, err = ovr.ParseScaling(sc); err != nil {
+			return Config{}, fmt.Errorf("symil: %w", err)
+		}
 	}
 	floats := []struct {
 		key string
@@ -337,8 +339,11 @@ func (t *trainer) scorer(sol solution) ovr.Scorer {
 // class and returns the λ with the best mean held-out bag accuracy (the
 // smallest on ties: the grid is the paper's ascending order). Folds lacking
 // a positive or a negative training bag are skipped.
-func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (float64, error) {
+func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (float64, float64, error) {
 	grid := t.cfg.LambdaGrid
+	if grid == nil {
+		grid = []float64{t.cfg.Lambda}
+	}
 	k := t.cfg.CVFolds
 	// Positives and negatives are dealt round-robin after a seeded shuffle,
 	// so every fold keeps the class balance.
@@ -377,7 +382,7 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	best, bestAcc := grid[0], -1.0
 	for li, lam := range grid {
@@ -392,7 +397,7 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 			best, bestAcc = lam, sum/float64(cnt)
 		}
 	}
-	return best, nil
+	return best, bestAcc, nil
 }
 
 // Fit trains one binary SyMIL per class (one-vs-rest: a bag is positive for
@@ -404,11 +409,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 	if err != nil {
 		return nil, err
 	}
-	data, err := ovr.Prepare(train, cfg.Scale)
-	if err != nil {
-		return nil, err
-	}
-	tr, err := newTrainer(cfg, data.Rows)
+	data, tr, chosen, err := prepare(ctx, train, cfg, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -431,8 +432,12 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 			continue
 		}
 		seed := ovr.Seed(opt.Seed, c)
-		if cfg.LambdaGrid != nil {
-			if lam, err = tr.chooseLambda(ctx, data.Bags, pos, seed, opt.Workers); err != nil {
+		switch {
+		case chosen != nil:
+			lam = chosen[c]
+			p.lam = lam
+		case cfg.LambdaGrid != nil:
+			if lam, _, err = tr.chooseLambda(ctx, data.Bags, pos, seed, opt.Workers); err != nil {
 				return nil, err
 			}
 			p.lam = lam
@@ -477,6 +482,77 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 	}
 	meta := models.Meta{Kind: Name, Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: opt.Params}
 	return ovr.New(meta, st)
+}
+
+// ScaleAuto is the default scale: the feature transform is chosen on the
+// training bags among autoScales.
+const ScaleAuto = "auto"
+
+// autoScales are the transforms scale=auto chooses from, in order of
+// preference on ties: the two the README measured honestly (λ by inner CV,
+// 10 × 10-fold), unit norm ahead on Musk1, Elephant and Fox (83.9 / 82.4 /
+// 58.0 against 80.0 / 76.6 / 56.0 for z-scores).
+var autoScales = []ovr.Scaling{ovr.ScaleUnit, ovr.ScaleZScore}
+
+// prepare scales the training instances and builds the trainer. With
+// scale=auto it does so for every transform of autoScales, runs the inner
+// CV of λ (over lambda_grid, or the fixed λ alone) for every class under
+// each, and keeps the transform with the highest mean inner accuracy over
+// the classes; the λ chosen under it are returned per class (nil when the
+// transform was given) so the CV is not run twice.
+func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.FitOptions) (*ovr.Data, *trainer, []float64, error) {
+	if cfg.Scale != "" {
+		data, err := ovr.Prepare(train, cfg.Scale)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		tr, err := newTrainer(cfg, data.Rows)
+		return data, tr, nil, err
+	}
+	var (
+		bestData  *ovr.Data
+		bestTr    *trainer
+		bestLam   []float64
+		bestScore = -1.0
+	)
+	for _, sc := range autoScales {
+		c := cfg
+		c.Scale = sc
+		data, err := ovr.Prepare(train, sc)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		tr, err := newTrainer(c, data.Rows)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		lams := make([]float64, len(train.Classes))
+		score, n := 0.0, 0
+		for k := range train.Classes {
+			pos := data.Positive(k)
+			p := newProblem(data.Bags, pos, c.C, c.Lambda)
+			lams[k] = c.Lambda
+			if p.nPos == 0 || p.nNeg() == 0 {
+				continue
+			}
+			lam, acc, err := tr.chooseLambda(ctx, data.Bags, pos, ovr.Seed(opt.Seed, k), opt.Workers)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			lams[k] = lam
+			if acc >= 0 {
+				score += acc
+				n++
+			}
+		}
+		if n > 0 {
+			score /= float64(n)
+		}
+		if score > bestScore+1e-12 {
+			bestData, bestTr, bestLam, bestScore = data, tr, lams, score
+		}
+	}
+	return bestData, bestTr, bestLam, nil
 }
 
 // constScorer scores every instance v (no training signal for the class).

@@ -190,15 +190,22 @@ func (s Scaler) Apply(dst, x []float64) []float64 {
 }
 
 // Scorer is one class's instance score function on standardised features:
-// ⟨W, z⟩ + B for a linear scorer, Σ_u Beta_u·exp(−Gamma‖SV_u − z‖²) + B for
-// an RBF one.
+// ⟨W, z⟩ + B for a linear scorer, Σ_u Beta_u·K(SV_u, z) + B for a kernel
+// one, with K(x, z) = exp(−Gamma‖x − z‖²) (Kernel "" or "rbf", the form
+// older states have) or (Gamma⟨x, z⟩ + Coef0)^Degree (Kernel "poly").
 type Scorer struct {
-	W     []float64   `json:"w,omitempty"`
-	SV    [][]float64 `json:"sv,omitempty"`
-	Beta  []float64   `json:"beta,omitempty"`
-	Gamma float64     `json:"gamma,omitempty"`
-	B     float64     `json:"b"`
+	W      []float64   `json:"w,omitempty"`
+	SV     [][]float64 `json:"sv,omitempty"`
+	Beta   []float64   `json:"beta,omitempty"`
+	Gamma  float64     `json:"gamma,omitempty"`
+	Kernel string      `json:"kernel,omitempty"`
+	Degree int         `json:"degree,omitempty"`
+	Coef0  float64     `json:"coef0,omitempty"`
+	B      float64     `json:"b"`
 }
+
+// KernelPoly names the polynomial kernel of a Scorer.
+const KernelPoly = "poly"
 
 // Score returns the score of the standardised instance z.
 func (s *Scorer) Score(z []float64) float64 {
@@ -210,6 +217,16 @@ func (s *Scorer) Score(z []float64) float64 {
 		return v
 	}
 	v := s.B
+	if s.Kernel == KernelPoly {
+		for u, sv := range s.SV {
+			d := 0.0
+			for j, x := range sv {
+				d += x * z[j]
+			}
+			v += s.Beta[u] * math.Pow(s.Gamma*d+s.Coef0, float64(s.Degree))
+		}
+		return v
+	}
 	for u, sv := range s.SV {
 		d := 0.0
 		for j, x := range sv {
@@ -238,6 +255,15 @@ func (s *Scorer) validate(dim int) error {
 	}
 	if !(s.Gamma > 0) {
 		return fmt.Errorf("kernel scorer gamma %v must be positive", s.Gamma)
+	}
+	switch s.Kernel {
+	case "", "rbf":
+	case KernelPoly:
+		if s.Degree < 1 || s.Degree > 10 || math.IsNaN(s.Coef0) || math.IsInf(s.Coef0, 0) {
+			return fmt.Errorf("polynomial scorer degree %d, coef0 %v (want degree 1..10, finite coef0)", s.Degree, s.Coef0)
+		}
+	default:
+		return fmt.Errorf("kernel scorer kind %q (want rbf or poly)", s.Kernel)
 	}
 	return nil
 }

@@ -52,6 +52,29 @@ func TestScaler(t *testing.T) {
 	}
 }
 
+// TestScorerPoly: the polynomial scorer is (γ⟨x, z⟩ + c)^p summed with its
+// coefficients; it catches a kernel switch that falls back to the RBF form
+// and a decoded state whose degree or kind is unusable.
+func TestScorerPoly(t *testing.T) {
+	sc := Scorer{SV: [][]float64{{1, 2}, {0, 1}}, Beta: []float64{0.5, -2}, Gamma: 0.5, Kernel: KernelPoly, Degree: 3, Coef0: 1, B: 0.1}
+	z := []float64{2, -1}
+	want := 0.1 + 0.5*math.Pow(0.5*0+1, 3) - 2*math.Pow(0.5*(-1)+1, 3)
+	if got := sc.Score(z); math.Abs(got-want) > 1e-12 {
+		t.Errorf("score %v, want %v", got, want)
+	}
+	if err := sc.validate(2); err != nil {
+		t.Errorf("valid poly scorer refused: %v", err)
+	}
+	for _, bad := range []Scorer{
+		{SV: sc.SV, Beta: sc.Beta, Gamma: 1, Kernel: KernelPoly, Degree: 0},
+		{SV: sc.SV, Beta: sc.Beta, Gamma: 1, Kernel: "sigmoid", Degree: 2},
+	} {
+		if err := bad.validate(2); err == nil {
+			t.Errorf("scorer %+v accepted", bad)
+		}
+	}
+}
+
 func TestScorerRBF(t *testing.T) {
 	sc := Scorer{SV: [][]float64{{0, 0}, {1, 0}}, Beta: []float64{2, -1}, Gamma: 0.5, B: 0.25}
 	z := []float64{1, 1}

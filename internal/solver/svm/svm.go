@@ -266,17 +266,35 @@ const tau = 1e-12
 // C-SVM with Gram matrix g and labels y. Only p.C, p.Tol and p.MaxIter are
 // used; the kernel is g. Both classes must be present.
 func Solve(ctx context.Context, g *Gram, y []bool, p Params) (Solution, error) {
+	if !(p.C > 0) || math.IsInf(p.C, 0) {
+		return Solution{}, fmt.Errorf("%w: C=%v", ErrBadInput, p.C)
+	}
+	bound := make([]float64, g.n)
+	for i := range bound {
+		bound[i] = p.C
+	}
+	return SolveBounded(ctx, g, y, bound, p)
+}
+
+// SolveBounded is Solve with a box of its own for every example,
+// 0 ≤ a_i ≤ bound[i] (p.C is ignored): the weighted C-SVM of LIBSVM's
+// per-class weights, generalised to one weight per example, which
+// class-balanced and cost-sensitive problems need. The two-variable step
+// clips to both boxes as LIBSVM's Solver does with C_i ≠ C_j.
+func SolveBounded(ctx context.Context, g *Gram, y []bool, bound []float64, p Params) (Solution, error) {
 	n := g.n
-	if len(y) != n {
-		return Solution{}, fmt.Errorf("%w: %d labels for a %d×%d gram", ErrBadInput, len(y), n, n)
+	if len(y) != n || len(bound) != n {
+		return Solution{}, fmt.Errorf("%w: %d labels and %d bounds for a %d×%d gram", ErrBadInput, len(y), len(bound), n, n)
 	}
 	if _, ok := constantModel(y); ok || n < 2 {
 		return Solution{}, fmt.Errorf("%w: both classes are needed", ErrBadInput)
 	}
-	if !(p.C > 0) || math.IsInf(p.C, 0) {
-		return Solution{}, fmt.Errorf("%w: C=%v", ErrBadInput, p.C)
+	for i, c := range bound {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return Solution{}, fmt.Errorf("%w: bound[%d]=%v must be positive and finite", ErrBadInput, i, c)
+		}
 	}
-	C, eps := p.C, p.tol()
+	eps := p.tol()
 	maxIter := p.MaxIter
 	if maxIter == 0 {
 		maxIter = max(10_000_000, 100*n)
@@ -291,7 +309,7 @@ func Solve(ctx context.Context, g *Gram, y []bool, p Params) (Solution, error) {
 	for i := range grad {
 		grad[i] = -1
 	}
-	upper := func(t int) bool { return alpha[t] >= C }
+	upper := func(t int) bool { return alpha[t] >= bound[t] }
 	lower := func(t int) bool { return alpha[t] <= 0 }
 
 	sol := Solution{Alpha: alpha}
@@ -359,6 +377,7 @@ func Solve(ctx context.Context, g *Gram, y []bool, p Params) (Solution, error) {
 		i, j := iSel, jSel
 		ki, kj := g.row(i), g.row(j)
 		oldI, oldJ := alpha[i], alpha[j]
+		Ci, Cj := bound[i], bound[j]
 		quad := ki[i] + kj[j] - 2*ki[j]
 		if quad <= 0 {
 			quad = tau
@@ -375,28 +394,28 @@ func Solve(ctx context.Context, g *Gram, y []bool, p Params) (Solution, error) {
 			} else if alpha[i] < 0 {
 				alpha[i], alpha[j] = 0, -diff
 			}
-			if diff > 0 {
-				if alpha[i] > C {
-					alpha[i], alpha[j] = C, C-diff
+			if diff > Ci-Cj {
+				if alpha[i] > Ci {
+					alpha[i], alpha[j] = Ci, Ci-diff
 				}
-			} else if alpha[j] > C {
-				alpha[j], alpha[i] = C, C+diff
+			} else if alpha[j] > Cj {
+				alpha[j], alpha[i] = Cj, Cj+diff
 			}
 		} else {
 			delta := (grad[i] - grad[j]) / quad
 			sum := alpha[i] + alpha[j]
 			alpha[i] -= delta
 			alpha[j] += delta
-			if sum > C {
-				if alpha[i] > C {
-					alpha[i], alpha[j] = C, sum-C
+			if sum > Ci {
+				if alpha[i] > Ci {
+					alpha[i], alpha[j] = Ci, sum-Ci
 				}
 			} else if alpha[j] < 0 {
 				alpha[j], alpha[i] = 0, sum
 			}
-			if sum > C {
-				if alpha[j] > C {
-					alpha[j], alpha[i] = C, sum-C
+			if sum > Cj {
+				if alpha[j] > Cj {
+					alpha[j], alpha[i] = Cj, sum-Cj
 				}
 			} else if alpha[i] < 0 {
 				alpha[i], alpha[j] = 0, sum

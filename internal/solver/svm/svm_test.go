@@ -34,7 +34,7 @@ func randProblem(seed uint64, n, d int, shift float64) ([][]float64, []bool) {
 // unique, and it is one of the enumerated points. It returns the alphas, the
 // bias (the multiplier of yᵀa = 0) and whether the bias is determined (some
 // variable is free).
-func bruteForceQP(t *testing.T, g *Gram, y []bool, C float64) ([]float64, float64, bool) {
+func bruteForceQP(t *testing.T, g *Gram, y []bool, C []float64) ([]float64, float64, bool) {
 	t.Helper()
 	n := g.Len()
 	ys := make([]float64, n)
@@ -56,13 +56,13 @@ func bruteForceQP(t *testing.T, g *Gram, y []bool, C float64) ([]float64, float6
 		}
 		a := make([]float64, n)
 		for _, i := range atC {
-			a[i] = C
+			a[i] = C[i]
 		}
 		ok, bias := true, 0.0
 		if len(free) == 0 {
 			var s float64
 			for _, i := range atC {
-				s += ys[i] * C
+				s += ys[i] * C[i]
 			}
 			ok = math.Abs(s) < 1e-12
 		} else {
@@ -71,12 +71,12 @@ func bruteForceQP(t *testing.T, g *Gram, y []bool, C float64) ([]float64, float6
 			rhs := mat.NewVecDense(m+1, nil)
 			var yc float64
 			for _, i := range atC {
-				yc += ys[i] * C
+				yc += ys[i] * C[i]
 			}
 			for r, i := range free {
 				lin := 1.0
 				for _, j := range atC {
-					lin -= q(i, j) * C
+					lin -= q(i, j) * C[j]
 				}
 				rhs.SetVec(r, lin)
 				for c, j := range free {
@@ -92,7 +92,7 @@ func bruteForceQP(t *testing.T, g *Gram, y []bool, C float64) ([]float64, float6
 			} else {
 				for r, i := range free {
 					v := sol.AtVec(r)
-					if v <= 0 || v >= C {
+					if v <= 0 || v >= C[i] {
 						ok = false
 					}
 					a[i] = v
@@ -144,7 +144,7 @@ func TestSolveMatchesBruteForceQP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			X, y := randProblem(tc.seed, tc.n, tc.d, tc.shift)
 			g := RBFGram(X, tc.gamma)
-			want, wantBias, biasKnown := bruteForceQP(t, g, y, tc.C)
+			want, wantBias, biasKnown := bruteForceQP(t, g, y, uniform(tc.n, tc.C))
 			got, err := Solve(ctx, g, y, Params{C: tc.C, Tol: 1e-10})
 			if err != nil {
 				t.Fatal(err)
@@ -173,6 +173,48 @@ func TestSolveMatchesBruteForceQP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func uniform(n int, c float64) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = c
+	}
+	return b
+}
+
+// TestSolveBoundedMatchesBruteForceQP: with a box of its own per example
+// (class-balanced and arbitrary weights), SMO reaches the exact optimum.
+// It catches a clipping step that uses one example's bound for the other
+// (the C_i ≠ C_j cases of the two-variable update).
+func TestSolveBoundedMatchesBruteForceQP(t *testing.T) {
+	ctx := context.Background()
+	for seed := uint64(1); seed <= 8; seed++ {
+		X, y := randProblem(seed, 7, 2, 0.5+0.2*float64(seed%3))
+		g := RBFGram(X, 0.5)
+		r := rand.New(rand.NewPCG(seed, 99))
+		bound := make([]float64, len(y))
+		for i := range bound {
+			bound[i] = 0.1 + 5*r.Float64()
+		}
+		want, _, _ := bruteForceQP(t, g, y, bound)
+		got, err := SolveBounded(ctx, g, y, bound, Params{Tol: 1e-10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantObj := Solution{Alpha: want}.Objective(g, y)
+		if d := got.Objective(g, y) - wantObj; math.Abs(d) > 1e-9*max(1, math.Abs(wantObj)) {
+			t.Errorf("seed %d: objective %v, brute force %v", seed, got.Objective(g, y), wantObj)
+		}
+		for i := range want {
+			if got.Alpha[i] < -1e-12 || got.Alpha[i] > bound[i]+1e-12 {
+				t.Errorf("seed %d: alpha[%d] = %v outside [0, %v]", seed, i, got.Alpha[i], bound[i])
+			}
+			if math.Abs(got.Alpha[i]-want[i]) > 1e-6*max(1, bound[i]) {
+				t.Errorf("seed %d: alpha[%d] = %v, brute force %v", seed, i, got.Alpha[i], want[i])
+			}
+		}
 	}
 }
 

@@ -1,0 +1,190 @@
+package misvm
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/svm"
+)
+
+// Kernel names (param kernel).
+const (
+	KernelAuto   = "auto"
+	KernelLinear = "linear"
+	KernelRBF    = "rbf"
+	KernelPoly   = "poly"
+)
+
+// kernelData is the kernel matrix of every training instance of one fit,
+// shared by every class, restart and relabeling round: a round's SVM works
+// on a sub-matrix of it, and scoring a training instance is a row lookup.
+type kernelData struct {
+	cfg    Config
+	rows   [][]float64
+	gram   *svm.Gram
+	gamma  float64
+	scorer ovr.Scorer // kernel fields only (no SV, Beta, B)
+}
+
+// GammaScale is the width rule used when param gamma is 0 (the default):
+// γ = 1 / (d · Var), with Var the variance of all entries of the scaled
+// training instances — scikit-learn's gamma="scale". After the default
+// z-scores Var = 1 and γ = 1/d, so the kernel's exponent is about −2 on
+// average between two instances (E‖x − z‖² = 2d): neither the near-identity
+// Gram of a narrow kernel nor the near-constant one of a wide kernel.
+func GammaScale(rows [][]float64) float64 {
+	var n, sum, sq float64
+	d := 0
+	for _, r := range rows {
+		d = len(r)
+		for _, v := range r {
+			n++
+			sum += v
+			sq += v * v
+		}
+	}
+	if n == 0 || d == 0 {
+		return 1
+	}
+	mean := sum / n
+	v := sq/n - mean*mean
+	if !(v > 0) {
+		return 1
+	}
+	return 1 / (float64(d) * v)
+}
+
+func newKernelData(cfg Config, rows [][]float64) (*kernelData, error) {
+	if len(rows) > cfg.GramLimit {
+		return nil, fmt.Errorf("misvm: kernel=%s on %d training instances exceeds gram_limit=%d (the kernel matrix needs %d MB)",
+			cfg.Kernel, len(rows), cfg.GramLimit, len(rows)*len(rows)*8>>20)
+	}
+	gamma := cfg.Gamma
+	if gamma == 0 {
+		gamma = GammaScale(rows)
+	}
+	k := &kernelData{cfg: cfg, rows: rows, gamma: gamma}
+	k.scorer = ovr.Scorer{Gamma: gamma}
+	if cfg.Kernel == KernelPoly {
+		k.scorer.Kernel, k.scorer.Degree, k.scorer.Coef0 = ovr.KernelPoly, cfg.Degree, cfg.Coef0
+	}
+	n := len(rows)
+	m := make([]float64, n*n)
+	for i := range n {
+		for j := i; j < n; j++ {
+			v := k.eval(rows[i], rows[j])
+			m[i*n+j], m[j*n+i] = v, v
+		}
+	}
+	var err error
+	if k.gram, err = svm.NewGram(n, m); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// eval is the kernel ovr.Scorer applies at annotation time (the same
+// formula; TestKernelScoresMatchServedModel holds them together).
+func (k *kernelData) eval(a, b []float64) float64 {
+	if k.cfg.Kernel == KernelPoly {
+		return math.Pow(k.gamma*dot(a, b)+k.cfg.Coef0, float64(k.cfg.Degree))
+	}
+	d := 0.0
+	for j, v := range a {
+		e := v - b[j]
+		d += e * e
+	}
+	return math.Exp(-k.gamma * d)
+}
+
+// kernelLearner trains each round's SVM in the dual by SMO (package svm) on
+// the kernel sub-matrix of the round's examples. The boxes are class
+// balanced like the linear objective's weights: a positive example's dual
+// variable is bounded by C/(2N⁺), a negative one's by C/(2N⁻), so that
+// both objectives are ½‖w‖² + C/(2N⁺) Σ_pos hinge + C/(2N⁻) Σ_neg hinge and
+// the same C means the same trade-off for every kernel.
+type kernelLearner struct {
+	k *kernelData
+	// The last round's SVM: f(x) = Σ_a coef_a K(x_rows[a], x) + b.
+	rows []int
+	coef []float64
+	b    float64
+}
+
+func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) float64, float64, error) {
+	idx := make([]int, len(ex))
+	y := make([]bool, len(ex))
+	np := 0
+	for a, e := range ex {
+		idx[a], y[a] = e.row, e.pos
+		if e.pos {
+			np++
+		}
+	}
+	nn := len(ex) - np
+	if np == 0 || nn == 0 {
+		return nil, 0, fmt.Errorf("misvm: a relabeling round has %d positive and %d negative examples", np, nn)
+	}
+	bound := make([]float64, len(ex))
+	for a := range ex {
+		if y[a] {
+			bound[a] = l.k.cfg.C / float64(2*np)
+		} else {
+			bound[a] = l.k.cfg.C / float64(2*nn)
+		}
+	}
+	sol, err := svm.SolveBounded(ctx, l.k.gram.Sub(idx), y, bound, svm.Params{Tol: l.k.cfg.Tol})
+	if err != nil {
+		return nil, 0, fmt.Errorf("misvm: %w", err)
+	}
+	l.rows, l.coef, l.b = l.rows[:0], l.coef[:0], sol.Bias
+	for a, al := range sol.Alpha {
+		if al > 0 {
+			c := al
+			if !y[a] {
+				c = -al
+			}
+			l.rows = append(l.rows, idx[a])
+			l.coef = append(l.coef, c)
+		}
+	}
+	score := func(row int) float64 {
+		f := l.b
+		for u, r := range l.rows {
+			f += l.coef[u] * l.k.gram.At(r, row)
+		}
+		return f
+	}
+	// Primal objective ½‖w‖² + Σ_a bound_a·hinge_a at w = Σ coef_u φ(x_u).
+	var quad, loss float64
+	for a, e := range ex {
+		f := score(e.row)
+		if sol.Alpha[a] > 0 {
+			quad += sol.Alpha[a] * (f - l.b) * sign(e.pos)
+		}
+		loss += bound[a] * math.Max(0, 1-sign(e.pos)*f)
+	}
+	return score, quad/2 + loss, nil
+}
+
+func sign(b bool) float64 {
+	if b {
+		return 1
+	}
+	return -1
+}
+
+// scorer returns the last round's SVM as a served scorer.
+func (l *kernelLearner) scorer() ovr.Scorer {
+	sc := l.k.scorer
+	sc.SV = make([][]float64, len(l.rows))
+	sc.Beta = make([]float64, len(l.rows))
+	for u, r := range l.rows {
+		sc.SV[u] = append([]float64(nil), l.k.rows[r]...)
+		sc.Beta[u] = l.coef[u]
+	}
+	sc.B = l.b
+	return sc
+}
