@@ -91,7 +91,8 @@ type Retrainer struct {
 	cfg RetrainerConfig
 
 	validator *wire.Validator
-	labelCap  int // the kind's label cap under Params (0: none)
+	labelCap  int  // the kind's label cap under Params (0: none)
+	noEmpty   bool // the kind cannot learn from an empty label set under Params
 	dead      *kafkaio.Producer
 
 	mu      sync.Mutex
@@ -173,11 +174,15 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retrainer: %w", err)
 	}
+	empty, err := admission.EmptyLabelSets(kind, cfg.Params)
+	if err != nil {
+		return nil, fmt.Errorf("retrainer: %w", err)
+	}
 	v, err := wire.NewValidator(0)
 	if err != nil {
 		return nil, err
 	}
-	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, bags: map[string]windowBag{}, offsets: map[int]int64{}}
+	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, noEmpty: !empty, bags: map[string]windowBag{}, offsets: map[int]int64{}}
 	if err := r.initMetrics(); err != nil {
 		return nil, fmt.Errorf("retrainer metrics: %w", err)
 	}
@@ -279,7 +284,7 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 // vocabulary is followed.
 func (r *Retrainer) check(ctx context.Context, target *admission.Target, bm *wire.BagMessage) error {
 	if target == nil {
-		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap}.Check(bm)
+		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty}.Check(bm)
 	}
 	err := target.Check(bm)
 	if reason, _ := admission.Reason(err); reason != wire.ReasonDimension && reason != wire.ReasonVocabulary {
@@ -370,7 +375,8 @@ func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
 		return nil
 	}
 	r.fitted = meta.TrainOffsets
-	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, MaxLabels: r.labelCap}
+	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, Implicit: meta.ImplicitClasses,
+		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty}
 	r.target = t
 	var unfit []windowBag
 	r.order = slices.DeleteFunc(r.order, func(id string) bool {
@@ -633,7 +639,9 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 	var dim int
 	var classes []string
 	if r.target != nil {
-		dim, classes = r.target.Dim, r.target.Classes
+		// The data's vocabulary: a model's implicit classes (orlr's
+		// "unknown") are its own, added again by the fit.
+		dim, classes = r.target.Dim, r.target.DataClasses()
 	} else {
 		votes := map[string]int{}
 		best := -1
@@ -720,7 +728,7 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	res := RefitResult{TrainBags: len(train.Bags), HeldOutBags: len(test.Bags), TrainingWindow: window}
 	kind, _ := r.cfg.Kinds.Lookup(r.cfg.Kind)
 	opt := models.FitOptions{Seed: r.cfg.Seed, Params: r.cfg.Params, Workers: r.cfg.Workers}
-	compatible := cur != nil && cur.Meta().Dim == train.Dim && slices.Equal(cur.Meta().Classes, train.Classes)
+	compatible := cur != nil && cur.Meta().Dim == train.Dim && slices.Equal(cur.Meta().DataClasses(), train.Classes)
 	if r.cfg.Warm && compatible && cur.Meta().Kind == r.cfg.Kind {
 		opt.Warm = cur
 		res.Parent = curMeta.Version
