@@ -75,7 +75,10 @@ type VersionMeta struct {
 	ID      string   `json:"id,omitempty"`
 	Kind    string   `json:"kind"`
 	Classes []string `json:"classes"`
-	Dim     int      `json:"dim"`
+	// ImplicitClasses are the classes at the end of Classes that the model
+	// added itself (models.Meta.ImplicitClasses).
+	ImplicitClasses []string `json:"implicit_classes,omitempty"`
+	Dim             int      `json:"dim"`
 	// Checksum is the hex SHA-256 of the blob and Size its length in bytes;
 	// both are computed by Put and verified by every read.
 	Checksum  string    `json:"checksum"`
@@ -217,6 +220,9 @@ func (r *Registry) Put(ctx context.Context, blob []byte, meta VersionMeta) (Vers
 	if meta.Classes == nil {
 		meta.Classes = env.Classes
 	}
+	if meta.ImplicitClasses == nil {
+		meta.ImplicitClasses = env.ImplicitClasses
+	}
 	if err := matchEnvelope(meta, env); err != nil {
 		return VersionMeta{}, fmt.Errorf("put: %w", err)
 	}
@@ -275,6 +281,8 @@ func matchEnvelope(meta VersionMeta, env models.Meta) error {
 		return fmt.Errorf("%w: dim %d, envelope says %d", ErrCorrupt, meta.Dim, env.Dim)
 	case !slices.Equal(meta.Classes, env.Classes):
 		return fmt.Errorf("%w: classes %q, envelope says %q", ErrCorrupt, meta.Classes, env.Classes)
+	case !slices.Equal(meta.ImplicitClasses, env.ImplicitClasses):
+		return fmt.Errorf("%w: implicit classes %q, envelope says %q", ErrCorrupt, meta.ImplicitClasses, env.ImplicitClasses)
 	}
 	return nil
 }

@@ -75,6 +75,17 @@ type Meta struct {
 	InstanceLevel bool `json:"instance_level"`
 	// Params records the settings the model was fitted with, for provenance.
 	Params Params `json:"params,omitempty"`
+	// ImplicitClasses are classes the model appended to its training
+	// data's vocabulary (ORed-LR's "unknown"): they close Classes, and a
+	// bag's vocabulary may leave them out, since its label indices still
+	// mean the same classes. Models without such classes have none.
+	ImplicitClasses []string `json:"implicit_classes,omitempty"`
+}
+
+// DataClasses returns the vocabulary of the data the model was fitted on:
+// Classes without the implicit classes that close it.
+func (m Meta) DataClasses() []string {
+	return m.Classes[:len(m.Classes)-len(m.ImplicitClasses)]
 }
 
 // Model is a trained, immutable model. Annotate must be safe for concurrent use.
@@ -124,8 +135,16 @@ type Kind struct {
 	// kind declares its parameters (an empty, non-nil list when it has
 	// none), and the catalog's conformance test enforces it.
 	Params []ParamSpec
-	Fit    func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
-	Decode func(meta Meta, state []byte) (Model, error)
+	// EmptyLabelSets reports whether a model fitted with the given
+	// parameters can learn from a labeled bag whose label set is empty.
+	// nil means it can: to the MIL kinds such a bag is a negative one, and
+	// most MIML kinds take it as a bag of no class. A kind whose fit
+	// refuses one (ORed-LR without its unknown class: an empty union of
+	// instance labels is impossible) declares it, so the stream can
+	// dead-letter such a training bag on arrival instead of failing a refit.
+	EmptyLabelSets func(Params) (bool, error)
+	Fit            func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
+	Decode         func(meta Meta, state []byte) (Model, error)
 }
 
 // CheckParams rejects a key that k does not declare, naming the valid

@@ -81,6 +81,11 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 
 	m := &Model{cfg: cfg,
 		meta: models.Meta{Kind: Name, Classes: classes, Dim: dim, InstanceLevel: true, Params: cfg.Params()}}
+	if len(classes) > len(train.Classes) {
+		// The unknown class was appended: bags over the data's own
+		// vocabulary (the stream's) still index this model's classes.
+		m.meta.ImplicitClasses = classes[len(train.Classes):]
+	}
 	warm, ok := opt.Warm.(*Model)
 	if opt.Warm != nil && !ok {
 		slog.Warn("orlr: warm-start model is not an orlr model; starting from zero", "kind", opt.Warm.Meta().Kind)

@@ -41,10 +41,17 @@ func Reason(err error) (wire.Reason, bool) {
 // the largest bag label set it accepts (0: no limit).
 type Target struct {
 	// Model names the model in errors ("model v3", "kind orlr").
-	Model     string
-	Dim       int
-	Classes   []string
+	Model   string
+	Dim     int
+	Classes []string
+	// Implicit are the classes closing Classes that the model added to its
+	// data's vocabulary (models.Meta.ImplicitClasses): a bag's vocabulary
+	// may be Classes without them.
+	Implicit  []string
 	MaxLabels int
+	// NoEmptyLabels refuses bags labeled with an empty set, for a model
+	// that cannot learn from one (models.Kind.EmptyLabelSets).
+	NoEmptyLabels bool
 }
 
 // Check rejects a bag the target cannot read: another dimension, labels
@@ -54,13 +61,48 @@ func (t Target) Check(bm *wire.BagMessage) error {
 	if bm.Dim != t.Dim {
 		return wire.Reject(wire.ReasonDimension, fmt.Errorf("bag %q has dimension %d, %s expects %d", bm.ID, bm.Dim, t.Model, t.Dim))
 	}
-	if bm.Labels != nil && !slices.Equal(bm.Classes, t.Classes) {
+	if bm.Labels != nil && !t.vocabulary(bm.Classes) {
 		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, %s has %v", bm.ID, bm.Classes, t.Model, t.Classes))
+	}
+	if t.NoEmptyLabels && bm.Labels != nil && len(bm.Labels) == 0 {
+		return wire.Reject(wire.ReasonLabels, fmt.Errorf("bag %q has an empty label set, which %s cannot learn from "+
+			"(it has no class for instances of no known class: orlr takes one with --param unknown=true)", bm.ID, t.Model))
 	}
 	if t.MaxLabels > 0 && len(bm.Labels) > t.MaxLabels {
 		return wire.Reject(wire.ReasonLabelSetTooLarge, fmt.Errorf("bag %q has %d labels, over the label cap max_labels=%d: %w", bm.ID, len(bm.Labels), t.MaxLabels, models.ErrLabelSetTooLarge))
 	}
 	return nil
+}
+
+// vocabulary reports whether a bag's class vocabulary is the target's,
+// or the target's without its implicit classes.
+func (t Target) vocabulary(classes []string) bool {
+	return slices.Equal(classes, t.Classes) || (len(t.Implicit) > 0 && slices.Equal(classes, t.DataClasses()))
+}
+
+// DataClasses returns the vocabulary of the target's training data:
+// Classes without the implicit classes closing it (all of Classes when
+// Implicit does not close it).
+func (t Target) DataClasses() []string {
+	n := len(t.Classes) - len(t.Implicit)
+	if n < 0 || !slices.Equal(t.Classes[n:], t.Implicit) {
+		return t.Classes
+	}
+	return t.Classes[:n]
+}
+
+// EmptyLabelSets reports whether kind fitted with params learns from
+// bags labeled with an empty set (models.Kind.EmptyLabelSets; true when
+// the kind declares nothing).
+func EmptyLabelSets(kind models.Kind, params models.Params) (bool, error) {
+	if kind.EmptyLabelSets == nil {
+		return true, nil
+	}
+	ok, err := kind.EmptyLabelSets(params)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", kind.Name, err)
+	}
+	return ok, nil
 }
 
 // LabelCapParam is the parameter by which a kind whose cost is exponential

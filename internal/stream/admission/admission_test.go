@@ -116,3 +116,49 @@ func TestLabelCap(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetImplicitAndEmpty covers the two checks a model with classes of
+// its own needs: a bag over the data's vocabulary (without the model's
+// implicit "unknown") is the model's vocabulary (the fault caught: every
+// labeled bag dead-lettered once an unknown-class model is current), an
+// implicit class that does not close Classes makes nothing implicit, and
+// an empty label set is refused only where the kind cannot learn from one.
+func TestTargetImplicitAndEmpty(t *testing.T) {
+	full := []string{"a", "b", "unknown"}
+	bag := func(classes []string, labels []int) *wire.BagMessage {
+		return &wire.BagMessage{ID: "b", Dim: 2, Classes: classes, Labels: labels}
+	}
+	cases := []struct {
+		name   string
+		target Target
+		bm     *wire.BagMessage
+		want   wire.Reason
+	}{
+		{"data vocabulary", Target{Dim: 2, Classes: full, Implicit: []string{"unknown"}}, bag([]string{"a", "b"}, []int{1}), ""},
+		{"full vocabulary", Target{Dim: 2, Classes: full, Implicit: []string{"unknown"}}, bag(full, []int{2}), ""},
+		{"no implicit", Target{Dim: 2, Classes: full}, bag([]string{"a", "b"}, []int{1}), wire.ReasonVocabulary},
+		{"implicit not closing", Target{Dim: 2, Classes: full, Implicit: []string{"a"}}, bag([]string{"b", "unknown"}, []int{0}), wire.ReasonVocabulary},
+		{"shorter still", Target{Dim: 2, Classes: full, Implicit: []string{"unknown"}}, bag([]string{"a"}, []int{0}), wire.ReasonVocabulary},
+		{"empty refused", Target{Dim: 2, Classes: full, NoEmptyLabels: true}, bag(full, []int{}), wire.ReasonLabels},
+		{"empty accepted", Target{Dim: 2, Classes: full}, bag(full, []int{}), ""},
+		{"unlabeled not empty", Target{Dim: 2, Classes: full, NoEmptyLabels: true}, bag(nil, nil), ""},
+	}
+	for _, c := range cases {
+		got, _ := Reason(c.target.Check(c.bm))
+		if got != c.want {
+			t.Errorf("%s: reason %q, want %q", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		params models.Params
+		want   bool
+	}{{nil, false}, {models.Params{"unknown": "true"}, true}} {
+		got, err := EmptyLabelSets(orlr.Kind(), c.params)
+		if err != nil || got != c.want {
+			t.Errorf("orlr %v: empty label sets %v (%v), want %v", c.params, got, err, c.want)
+		}
+	}
+	if got, err := EmptyLabelSets(baseline.DummyKind(), nil); err != nil || !got {
+		t.Errorf("a kind declaring nothing: %v (%v), want true", got, err)
+	}
+}

@@ -645,7 +645,8 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	_, dspan := a.tracer.Start(ctx, "decode")
 	bm, err := a.validator.DecodeBag(in.Value)
 	if err == nil {
-		err = admission.Target{Model: "model " + sm.meta.Version, Dim: sm.meta.Dim, Classes: sm.meta.Classes}.Check(bm)
+		err = admission.Target{Model: "model " + sm.meta.Version, Dim: sm.meta.Dim, Classes: sm.meta.Classes,
+			Implicit: sm.meta.ImplicitClasses}.Check(bm)
 	}
 	if err != nil {
 		dspan.RecordError(err)

@@ -103,7 +103,8 @@ type Retrainer struct {
 	cfg RetrainerConfig
 
 	validator *wire.Validator
-	labelCap  int // the kind's label cap under Params (0: none)
+	labelCap  int  // the kind's label cap under Params (0: none)
+	noEmpty   bool // the kind cannot learn from an empty label set under Params
 	dead      *kafkaio.Producer
 	// deadQ, while Run runs, takes the dead letters of training messages
 	// to the dead-letter writer, which writes them in batches while the
@@ -197,11 +198,15 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retrainer: %w", err)
 	}
+	empty, err := admission.EmptyLabelSets(kind, cfg.Params)
+	if err != nil {
+		return nil, fmt.Errorf("retrainer: %w", err)
+	}
 	v, err := wire.NewValidator(0)
 	if err != nil {
 		return nil, err
 	}
-	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, bags: map[string]windowBag{}, track: kafkaio.NewOffsetTracker()}
+	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, noEmpty: !empty, bags: map[string]windowBag{}, track: kafkaio.NewOffsetTracker()}
 	if err := r.initMetrics(); err != nil {
 		return nil, fmt.Errorf("retrainer metrics: %w", err)
 	}
@@ -315,7 +320,7 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 // vocabulary is followed.
 func (r *Retrainer) check(ctx context.Context, target *admission.Target, bm *wire.BagMessage) error {
 	if target == nil {
-		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap}.Check(bm)
+		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty}.Check(bm)
 	}
 	err := target.Check(bm)
 	if reason, _ := admission.Reason(err); reason != wire.ReasonDimension && reason != wire.ReasonVocabulary {
@@ -482,7 +487,8 @@ func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
 		return nil
 	}
 	r.fitted = meta.TrainOffsets
-	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, MaxLabels: r.labelCap}
+	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, Implicit: meta.ImplicitClasses,
+		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty}
 	r.target = t
 	var unfit []windowBag
 	r.order = slices.DeleteFunc(r.order, func(id string) bool {
@@ -768,7 +774,9 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 	var dim int
 	var classes []string
 	if r.target != nil {
-		dim, classes = r.target.Dim, r.target.Classes
+		// The data's vocabulary: a model's implicit classes (orlr's
+		// "unknown") are its own, added again by the fit.
+		dim, classes = r.target.Dim, r.target.DataClasses()
 	} else {
 		votes := map[string]int{}
 		best := -1
@@ -856,7 +864,7 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	res := RefitResult{TrainBags: len(train.Bags), HeldOutBags: len(test.Bags), TrainingWindow: window}
 	kind, _ := r.cfg.Kinds.Lookup(r.cfg.Kind)
 	opt := models.FitOptions{Seed: r.cfg.Seed, Params: r.cfg.Params, Workers: r.cfg.Workers}
-	compatible := cur != nil && cur.Meta().Dim == train.Dim && slices.Equal(cur.Meta().Classes, train.Classes)
+	compatible := cur != nil && cur.Meta().Dim == train.Dim && slices.Equal(cur.Meta().DataClasses(), train.Classes)
 	if r.cfg.Warm && compatible && cur.Meta().Kind == r.cfg.Kind {
 		opt.Warm = cur
 		res.Parent = curMeta.Version
