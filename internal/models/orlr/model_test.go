@@ -417,12 +417,12 @@ func TestParseConfigDefaults(t *testing.T) {
 		msteps int
 		kernel string
 	}{
-		{models.Params{}, MStepLBFGS, 100, KernelLinear},
+		{models.Params{}, MStepLBFGS, 10, KernelLinear},
 		{models.Params{"kernel": "rbf"}, MStepLBFGS, 100, KernelRBF},
 		{models.Params{"kernel": "rbf", "mstep": "gd"}, MStepGD, 30, KernelRBF},
 		{models.Params{"mstep": "gd"}, MStepGD, 30, KernelLinear},
 		{models.Params{"mstep": "lbfgs", "msteps": "7"}, MStepLBFGS, 7, KernelLinear},
-		{models.Params{"scale": "none", "unknown": "true"}, MStepLBFGS, 100, KernelLinear},
+		{models.Params{"scale": "none", "unknown": "true"}, MStepLBFGS, 10, KernelLinear},
 		{models.Params{"scale": "minmax", "kernel": "rbf", "mtol": "0"}, MStepLBFGS, 100, KernelRBF},
 	}
 	for _, tc := range tests {

@@ -50,4 +50,3 @@ func TestValidateAnnotationAndDeadLetterRefuseSchemaViolations(t *testing.T) {
 		t.Error("an annotation and a dead letter validate against each other's schema")
 	}
 }
-
