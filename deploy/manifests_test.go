@@ -206,6 +206,10 @@ func checkK8sPolicy(t *testing.T, c *checker) {
 					t.Error("annotator: no container port named metrics")
 				}
 				checkKEDA(t, c, w.Metadata.Name)
+			case "ingest":
+				if ct.ReadinessProbe == nil || ct.ReadinessProbe.HTTPGet == nil || ct.ReadinessProbe.HTTPGet.Path != "/readyz" {
+					t.Error("ingest: no readiness probe on /readyz")
+				}
 			case "retrainer serve":
 				if w.Kind != "Deployment" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 || w.Spec.Strategy.Type != "Recreate" {
 					t.Errorf("retrainer: %s replicas %v strategy %q; want a Deployment of 1 replica with strategy Recreate",

@@ -60,7 +60,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	c.Telemetry.Register(fs)
 	fs.StringVar(&c.Data, "data", c.Data, "dataset `file` to publish")
 	fs.StringVar(&c.JSONL, "jsonl", c.JSONL, "wire-format JSON lines `file` (- for standard input)")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "serve POST /bags, GET /healthz and GET /metrics on this `address`")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "serve POST /bags, GET /healthz, GET /readyz (Kafka reachable) and GET /metrics on this `address`")
 	fs.Float64Var(&c.LabelFraction, "label-fraction", c.LabelFraction, "fraction of the labeled bags that keep their labels (the rest are published unlabeled)")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the label-fraction choice")
 	fs.BoolVar(&c.WithInstanceLabels, "with-instance-labels", c.WithInstanceLabels, "publish ground-truth instance labels (held back by default)")
@@ -196,6 +196,8 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	hc.Metrics = rt.Telemetry.MetricsHandler
+	brokers, conn := cfg.Kafka.Brokers, rt.Kafka
+	hc.Ready = func(ctx context.Context) error { return conn.Check(ctx, brokers, 2*time.Second) }
 	return &Service{cfg: cfg, http: hc, env: env, rt: rt, pub: pub}, nil
 }
 

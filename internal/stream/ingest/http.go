@@ -41,6 +41,10 @@ type HTTPConfig struct {
 	// Metrics, when not nil, is served on GET /metrics, open to scrapers
 	// like /healthz.
 	Metrics http.Handler
+	// Ready, when not nil, answers GET /readyz: nil means the publisher can
+	// reach Kafka (200), an error that it cannot (503 with the error), so
+	// a load balancer stops sending bags that could only be refused.
+	Ready func(ctx context.Context) error
 }
 
 // maxBatchBytes bounds the lines held for one produce request, besides
@@ -114,8 +118,8 @@ type bagsHandler struct {
 }
 
 // Handler returns the ingest endpoint: POST /bags, guarded by the tokens
-// and the concurrency bound, and GET /healthz and (with cfg.Metrics) GET
-// /metrics, open to probes and scrapers.
+// and the concurrency bound, and GET /healthz, (with cfg.Ready) GET /readyz
+// and (with cfg.Metrics) GET /metrics, open to probes and scrapers.
 func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -125,6 +129,15 @@ func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	if cfg.Ready != nil {
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+			if err := cfg.Ready(r.Context()); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
 	}
 	bags := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &bagsHandler{pub: pub, cfg: cfg, log: log})
 	mux.Handle("POST /bags", httpguard.RequireBearer(cfg.Tokens, bags))

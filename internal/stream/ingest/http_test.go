@@ -24,6 +24,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/httpguard"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -695,4 +696,49 @@ func firstLine() []byte {
 	b := make([]byte, 4096)
 	n, _ := g.Read(b)
 	return b[:n]
+}
+
+// TestReadyzFollowsKafka cuts the connection to the broker under a running
+// ingest endpoint: /readyz answers 503 naming the broker while Kafka
+// cannot be reached and 200 again once it can, while /healthz (liveness)
+// stays 200 throughout. The fault caught: a load balancer kept sending bags
+// to an ingest that can only refuse them, or a liveness probe restarting
+// it for an outage that is not its own.
+func TestReadyzFollowsKafka(t *testing.T) {
+	brokers := startBroker(t)
+	proxy, err := streamtest.NewProxy(brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := newPublisher(t, brokers, 1<<20)
+	hc := HTTPConfig{MaxLineBytes: 1 << 20, Batch: 10,
+		Ready: func(ctx context.Context) error {
+			return kafkasec.Conn{}.Check(ctx, []string{proxy.Addr()}, time.Second)
+		}}
+	addr := serve(t, pub, hc, httpguard.DefaultTimeouts(), "", "")
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("broker up: /readyz %d %s", code, body)
+	}
+	proxy.Down()
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, proxy.Addr()) {
+		t.Errorf("broker cut: /readyz %d %q, want 503 naming %s", code, body, proxy.Addr())
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("broker cut: /healthz %d, want 200", code)
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Errorf("broker back: /readyz %d %s", code, body)
+	}
 }
