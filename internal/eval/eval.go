@@ -276,6 +276,38 @@ func Run(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Config) (
 	return reps[0], nil
 }
 
+// checkEmptyLabelSets refuses, before any fold runs, a data set with
+// labeled bags of empty label set for a kind that cannot learn from them
+// under params (models.Kind.EmptyLabelSets): one error naming how many
+// there are in the whole data set, not the first fold's fit failing.
+func checkEmptyLabelSets(kind models.Kind, data *mil.Dataset, params models.Params) error {
+	if kind.EmptyLabelSets == nil {
+		return nil
+	}
+	ok, err := kind.EmptyLabelSets(params)
+	if err != nil || ok {
+		return err
+	}
+	empty, first := 0, ""
+	for i := range data.Bags {
+		if b := &data.Bags[i]; b.Labels != nil && len(b.Labels) == 0 {
+			if empty == 0 {
+				first = b.ID
+			}
+			empty++
+		}
+	}
+	if empty == 0 {
+		return nil
+	}
+	hint := ""
+	if kind.EmptyLabelSetsOption != "" {
+		hint = "; --param " + kind.EmptyLabelSetsOption + " makes them valid"
+	}
+	return fmt.Errorf("%w: %d of the %d bags of %q (the first %q) have an empty label set, which %s cannot learn from with these parameters%s",
+		models.ErrBadInput, empty, len(data.Bags), data.Name, first, kind.Name, hint)
+}
+
 // runVariants runs the protocol once per parameter set, on the same folds
 // with the same fit seeds. The fits are interleaved (every variant on fold 1,
 // then every variant on fold 2...) so that a change in machine load during
@@ -309,6 +341,9 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 		// Checked here too, not only by a Registry's Fit, so that a kind
 		// passed in directly fails before the first fold, not after it.
 		if err := kind.CheckParams(params); err != nil {
+			return nil, err
+		}
+		if err := checkEmptyLabelSets(kind, data, params); err != nil {
 			return nil, err
 		}
 		reps[v] = &Report{

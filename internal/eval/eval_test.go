@@ -419,3 +419,38 @@ func TestTrainCPUSeconds(t *testing.T) {
 		t.Error("plot of a sweep with CPU times has no CPU curve legend")
 	}
 }
+
+// TestEmptyLabelSetsRefusedBeforeAnyFold: a data set with empty label sets
+// given to a kind that cannot learn from them fails at once with one error
+// that counts them over the whole data set and names the option, before
+// any fit runs (the fault caught: the first fold failing with the count of
+// its own training bags, after the others' work was spent). The same data
+// with the option set, or a kind that declares nothing, runs.
+func TestEmptyLabelSetsRefusedBeforeAnyFold(t *testing.T) {
+	ds := &mil.Dataset{Name: "toy", Classes: []string{"a", "b"}, Dim: 2}
+	for i := range 20 {
+		b := mil.Bag{ID: fmt.Sprintf("b%d", i), Instances: [][]float64{{float64(i % 2), float64(1 - i%2)}}, Labels: []int{i % 2}}
+		if i%7 == 3 {
+			b.Labels = []int{}
+		}
+		ds.Bags = append(ds.Bags, b)
+	}
+	rec := &evaltest.Recorder{}
+	kind := evaltest.Echo(rec, "")
+	kind.EmptyLabelSets = func(p models.Params) (bool, error) { return p.Bool("unknown", false) }
+	kind.EmptyLabelSetsOption = "unknown=true"
+	_, err := Run(context.Background(), kind, ds, Config{Folds: 4, Seed: 1, Workers: 1})
+	if err == nil || !errors.Is(err, models.ErrBadInput) || !strings.Contains(err.Error(), "3 of the 20 bags") || !strings.Contains(err.Error(), "--param unknown=true") {
+		t.Fatalf("err = %v, want one error counting 3 of the 20 bags and naming --param unknown=true", err)
+	}
+	if n := len(rec.Fits()); n != 0 {
+		t.Errorf("%d fits ran before the refusal", n)
+	}
+	if _, err := Run(context.Background(), kind, ds, Config{Folds: 4, Seed: 1, Workers: 1, Params: models.Params{"unknown": "true"}}); err != nil {
+		t.Errorf("with unknown=true: %v", err)
+	}
+	kind.EmptyLabelSets = nil
+	if _, err := Run(context.Background(), kind, ds, Config{Folds: 4, Seed: 1, Workers: 1}); err != nil {
+		t.Errorf("a kind declaring nothing: %v", err)
+	}
+}

@@ -143,8 +143,11 @@ type Kind struct {
 	// instance labels is impossible) declares it, so the stream can
 	// dead-letter such a training bag on arrival instead of failing a refit.
 	EmptyLabelSets func(Params) (bool, error)
-	Fit            func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
-	Decode         func(meta Meta, state []byte) (Model, error)
+	// EmptyLabelSetsOption names the setting that makes such bags valid
+	// ("unknown=true"), for the errors that refuse them; "" when none.
+	EmptyLabelSetsOption string
+	Fit                  func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
+	Decode               func(meta Meta, state []byte) (Model, error)
 }
 
 // CheckParams rejects a key that k does not declare, naming the valid

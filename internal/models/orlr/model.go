@@ -32,11 +32,12 @@ const UnknownClass = "unknown"
 // Kind returns the ORed-LR model kind.
 func Kind() models.Kind {
 	return models.Kind{
-		Name:           Name,
-		Description:    "ORed-logistic regression, exact EM (Pham et al. 2017); linear or RBF kernel",
-		InstanceLevel:  true,
-		Params:         ParamSpecs(),
-		EmptyLabelSets: EmptyLabelSets,
+		Name:                 Name,
+		Description:          "ORed-logistic regression, exact EM (Pham et al. 2017); linear or RBF kernel",
+		InstanceLevel:        true,
+		Params:               ParamSpecs(),
+		EmptyLabelSets:       EmptyLabelSets,
+		EmptyLabelSetsOption: "unknown=true",
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return Fit(ctx, d, o)
 		},
