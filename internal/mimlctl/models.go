@@ -321,39 +321,19 @@ type Promotion struct {
 var ErrRefused = errors.New("promotion refused")
 
 func promoteModel(ctx context.Context, m *modelsEnv, pos []string) error {
-	v, err := m.resolve(ctx, pos[0])
+	v, cur, cerr, err := m.againstCurrent(ctx, pos[0], "load")
 	if err != nil {
 		return err
 	}
-	blob, meta, err := m.reg.Get(ctx, v)
-	if err != nil {
-		return err
-	}
-	if _, err := m.kinds.Decode(blob); err != nil {
-		return fmt.Errorf("%w: %s does not decode, so no annotator could load it: %w", ErrRefused, v, err)
-	}
-	res := Promotion{Current: v}
-	cur, err := m.reg.Alias(ctx, featurestore.AliasCurrent)
-	switch {
-	case errors.Is(err, featurestore.ErrNotFound):
-		// Nothing served yet: nothing to be compatible with.
-	case err != nil:
-		return err
-	default:
-		res.Previous = cur
-		curMeta, err := m.metaOf(ctx, cur)
-		if err != nil {
-			return fmt.Errorf("read current %s to check compatibility: %w", cur, err)
+	res := Promotion{Current: v, Previous: cur}
+	if cerr != nil {
+		if !m.opts.force {
+			return fmt.Errorf("%w: %s would replace current %s, but %w.\n"+
+				"Annotators fed the current stream would dead-letter every bag. "+
+				"Use --force to promote it anyway (then `mimlctl models rollback` undoes it)", ErrRefused, v, cur, cerr)
 		}
-		if cerr := featurestore.Compatible(curMeta, meta); cerr != nil {
-			if !m.opts.force {
-				return fmt.Errorf("%w: %s would replace current %s, but %w.\n"+
-					"Annotators fed the current stream would dead-letter every bag. "+
-					"Use --force to promote it anyway (then `mimlctl models rollback` undoes it)", ErrRefused, v, cur, cerr)
-			}
-			res.Forced, res.Incompatible = true, cerr.Error()
-			fmt.Fprintf(m.env.Stderr, "mimlctl models promote: WARNING: forced: %v\n", cerr)
-		}
+		res.Forced, res.Incompatible = true, cerr.Error()
+		fmt.Fprintf(m.env.Stderr, "mimlctl models promote: WARNING: forced: %v\n", cerr)
 	}
 	// The check and the promotion are two steps: a promotion by another
 	// process in between is not re-checked (the registry has no
@@ -373,6 +353,37 @@ func promoteModel(ctx context.Context, m *modelsEnv, pos []string) error {
 		fmt.Fprintf(m.env.Stdout, "promoted %s\n", v)
 	}
 	return nil
+}
+
+// againstCurrent resolves version, checks that it decodes (else
+// ErrRefused, saying no annotator could use it: "load" it, "run" it) and
+// compares it with
+// the current version: cur is "" when nothing is served yet, and
+// incompatible is featurestore.Compatible's verdict.
+func (m *modelsEnv) againstCurrent(ctx context.Context, version, use string) (v, cur string, incompatible, err error) {
+	if v, err = m.resolve(ctx, version); err != nil {
+		return "", "", nil, err
+	}
+	blob, meta, err := m.reg.Get(ctx, v)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if _, err := m.kinds.Decode(blob); err != nil {
+		return "", "", nil, fmt.Errorf("%w: %s does not decode, so no annotator could %s it: %w", ErrRefused, v, use, err)
+	}
+	cur, err = m.reg.Alias(ctx, featurestore.AliasCurrent)
+	switch {
+	case errors.Is(err, featurestore.ErrNotFound):
+		// Nothing served yet: nothing to be compatible with.
+		return v, "", nil, nil
+	case err != nil:
+		return "", "", nil, err
+	}
+	curMeta, err := m.metaOf(ctx, cur)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("read current %s to check compatibility: %w", cur, err)
+	}
+	return v, cur, featurestore.Compatible(curMeta, meta), nil
 }
 
 // metaOf returns a version's metadata without reading its blob (a current
@@ -414,34 +425,15 @@ type Candidate struct {
 }
 
 func candidateModel(ctx context.Context, m *modelsEnv, pos []string) error {
-	v, err := m.resolve(ctx, pos[0])
+	v, cur, cerr, err := m.againstCurrent(ctx, pos[0], "run")
 	if err != nil {
 		return err
 	}
-	blob, meta, err := m.reg.Get(ctx, v)
-	if err != nil {
-		return err
-	}
-	if _, err := m.kinds.Decode(blob); err != nil {
-		return fmt.Errorf("%w: %s does not decode, so no annotator could run it: %w", ErrRefused, v, err)
-	}
-	res := Candidate{Candidate: v}
-	cur, err := m.reg.Alias(ctx, featurestore.AliasCurrent)
-	switch {
-	case errors.Is(err, featurestore.ErrNotFound):
-	case err != nil:
-		return err
-	default:
-		res.Current = cur
-		curMeta, err := m.metaOf(ctx, cur)
-		if err != nil {
-			return err
-		}
-		// Annotators score a candidate only on the bags current serves,
-		// so one of another dimension or vocabulary would never be judged.
-		if cerr := featurestore.Compatible(curMeta, meta); cerr != nil {
-			return fmt.Errorf("%w: %s cannot run in shadow beside current %s: %w", ErrRefused, v, cur, cerr)
-		}
+	res := Candidate{Candidate: v, Current: cur}
+	// Annotators score a candidate only on the bags current serves, so one
+	// of another dimension or vocabulary would never be judged.
+	if cerr != nil {
+		return fmt.Errorf("%w: %s cannot run in shadow beside current %s: %w", ErrRefused, v, cur, cerr)
 	}
 	if err := m.reg.SetCandidate(ctx, v); err != nil {
 		return err
