@@ -52,6 +52,9 @@ type Target struct {
 	// NoEmptyLabels refuses bags labeled with an empty set, for a model
 	// that cannot learn from one (models.Kind.EmptyLabelSets).
 	NoEmptyLabels bool
+	// EmptyLabelsOption names the setting that would accept them
+	// (models.Kind.EmptyLabelSetsOption), for the refusal; "" when none.
+	EmptyLabelsOption string
 }
 
 // Check rejects a bag the target cannot read: another dimension, labels
@@ -65,8 +68,11 @@ func (t Target) Check(bm *wire.BagMessage) error {
 		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, %s has %v", bm.ID, bm.Classes, t.Model, t.Classes))
 	}
 	if t.NoEmptyLabels && bm.Labels != nil && len(bm.Labels) == 0 {
-		return wire.Reject(wire.ReasonLabels, fmt.Errorf("bag %q has an empty label set, which %s cannot learn from "+
-			"(it has no class for instances of no known class: orlr takes one with --param unknown=true)", bm.ID, t.Model))
+		hint := ""
+		if t.EmptyLabelsOption != "" {
+			hint = " (--param " + t.EmptyLabelsOption + " makes such bags valid)"
+		}
+		return wire.Reject(wire.ReasonLabels, fmt.Errorf("bag %q has an empty label set, which %s cannot learn from%s", bm.ID, t.Model, hint))
 	}
 	if t.MaxLabels > 0 && len(bm.Labels) > t.MaxLabels {
 		return wire.Reject(wire.ReasonLabelSetTooLarge, fmt.Errorf("bag %q has %d labels, over the label cap max_labels=%d: %w", bm.ID, len(bm.Labels), t.MaxLabels, models.ErrLabelSetTooLarge))

@@ -105,7 +105,9 @@ type Retrainer struct {
 	validator *wire.Validator
 	labelCap  int  // the kind's label cap under Params (0: none)
 	noEmpty   bool // the kind cannot learn from an empty label set under Params
-	dead      *kafkaio.Producer
+	// emptyOption is the kind's setting that makes empty label sets valid.
+	emptyOption string
+	dead        *kafkaio.Producer
 	// deadQ, while Run runs, takes the dead letters of training messages
 	// to the dead-letter writer, which writes them in batches while the
 	// consumer goes on; track holds a message's offset back until its
@@ -206,7 +208,7 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, noEmpty: !empty, bags: map[string]windowBag{}, track: kafkaio.NewOffsetTracker()}
+	r := &Retrainer{cfg: cfg, validator: v, labelCap: labelCap, noEmpty: !empty, emptyOption: kind.EmptyLabelSetsOption, bags: map[string]windowBag{}, track: kafkaio.NewOffsetTracker()}
 	if err := r.initMetrics(); err != nil {
 		return nil, fmt.Errorf("retrainer metrics: %w", err)
 	}
@@ -320,7 +322,7 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 // vocabulary is followed.
 func (r *Retrainer) check(ctx context.Context, target *admission.Target, bm *wire.BagMessage) error {
 	if target == nil {
-		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty}.Check(bm)
+		return admission.Target{Model: "kind " + r.cfg.Kind, Dim: bm.Dim, Classes: bm.Classes, MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty, EmptyLabelsOption: r.emptyOption}.Check(bm)
 	}
 	err := target.Check(bm)
 	if reason, _ := admission.Reason(err); reason != wire.ReasonDimension && reason != wire.ReasonVocabulary {
@@ -488,7 +490,7 @@ func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
 	}
 	r.fitted = meta.TrainOffsets
 	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, Implicit: meta.ImplicitClasses,
-		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty}
+		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty, EmptyLabelsOption: r.emptyOption}
 	r.target = t
 	var unfit []windowBag
 	r.order = slices.DeleteFunc(r.order, func(id string) bool {
