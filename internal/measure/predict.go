@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -29,15 +28,9 @@ func Predict(ctx context.Context, m models.Model, bags []*mil.Bag, mode models.M
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Classes the model appended to its data's vocabulary (orlr's
-	// "unknown") are not the data's: bags are scored over the data's
-	// classes, and an instance labeled with an implicit class counts as
-	// wrong wherever its truth is a known class.
-	meta := m.Meta()
-	known := len(meta.Classes) - len(meta.ImplicitClasses)
-	if len(meta.ImplicitClasses) == 0 {
-		known = -1
-	}
+	// Bags are scored over the data's classes, without the model's
+	// implicit ones (models.Annotation.OverClasses).
+	known := len(m.Meta().DataClasses())
 	preds := make([]Prediction, len(bags))
 	errs := make([]error, len(bags))
 	jobs := make(chan int)
@@ -56,7 +49,8 @@ func Predict(ctx context.Context, m models.Model, bags []*mil.Bag, mode models.M
 					cancel()
 					continue
 				}
-				preds[j] = dropImplicit(Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}, known)
+				a = a.OverClasses(known)
+				preds[j] = Prediction{InstanceLabels: a.InstanceLabels, BagLabels: a.BagLabels, BagScores: a.BagScores}
 			}
 		})
 	}
@@ -94,15 +88,4 @@ func Score(q int, truth []*mil.Bag, preds []Prediction) (Result, error) {
 		}
 	}
 	return acc.Result(), nil
-}
-
-// dropImplicit keeps the bag labels and scores of p's first known classes
-// (known < 0: all of them).
-func dropImplicit(p Prediction, known int) Prediction {
-	if known < 0 || len(p.BagScores) <= known {
-		return p
-	}
-	p.BagScores = p.BagScores[:known:known]
-	p.BagLabels = slices.DeleteFunc(slices.Clone(p.BagLabels), func(c int) bool { return c >= known })
-	return p
 }

@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -82,9 +83,26 @@ type Meta struct {
 	ImplicitClasses []string `json:"implicit_classes,omitempty"`
 }
 
+// OverClasses returns a with its bag labels and scores restricted to the
+// first q classes: an annotation by a model with implicit classes
+// (Meta.ImplicitClasses) scored over its data's vocabulary, as every
+// scorer of the product does. Instance labels are kept: one naming an
+// implicit class is simply wrong wherever its truth is a data class.
+func (a Annotation) OverClasses(q int) Annotation {
+	if q < 0 || len(a.BagScores) <= q {
+		return a
+	}
+	a.BagScores = a.BagScores[:q:q]
+	a.BagLabels = slices.DeleteFunc(slices.Clone(a.BagLabels), func(c int) bool { return c >= q })
+	return a
+}
+
 // DataClasses returns the vocabulary of the data the model was fitted on:
 // Classes without the implicit classes that close it.
 func (m Meta) DataClasses() []string {
+	if len(m.ImplicitClasses) > len(m.Classes) {
+		return m.Classes // malformed metadata: no class is taken as implicit
+	}
 	return m.Classes[:len(m.Classes)-len(m.ImplicitClasses)]
 }
 

@@ -208,7 +208,10 @@ func (t *Tracker) score(ctx context.Context, m models.Model, meta featurestore.V
 	ann, err := m.Annotate(ctx, bag, models.Inductive)
 	if err == nil {
 		var r Record
-		if r, err = Score(bag, len(meta.Classes), ann); err == nil {
+		// Over the data's classes, as the retrainer's held-out check
+		// scores (models.Annotation.OverClasses).
+		q := len(meta.Classes) - len(meta.ImplicitClasses)
+		if r, err = Score(bag, q, ann.OverClasses(q)); err == nil {
 			t.scored.Add(ctx, 1, attr)
 			return r, true
 		}
