@@ -278,6 +278,17 @@ func start(t *testing.T, bin string, args ...string) *process {
 	return p
 }
 
+// stop interrupts the process and waits for it to exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not exit within 20s of SIGINT", p.cmd.Path)
+	}
+}
+
 // runOnce runs a command to its end and fails the test if it fails.
 func runOnce(t *testing.T, bin string, args ...string) {
 	t.Helper()
@@ -324,24 +335,19 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 
 	runOnce(t, bin, append([]string{"retrainer", "fit", "--data", mscv2, "--model", "dummy", "--promote"}, redis...)...)
 	retrainer, annotator, status := freePort(t), freePort(t), freePort(t)
-	start(t, bin, slices.Concat([]string{"retrainer", "serve", "--model", "dummy", "--every", "40", "--min-bags", "20", "--listen", retrainer}, kafka, redis)...)
+	retrainerProc := start(t, bin, slices.Concat([]string{"retrainer", "serve", "--model", "dummy", "--every", "40", "--min-bags", "20", "--listen", retrainer}, kafka, redis)...)
 	start(t, bin, slices.Concat([]string{"annotator", "--name", "a1", "--listen", annotator, "--no-feature-cache", "--poll", "500ms", "--quality-interval", "200ms"}, kafka, redis)...)
 	start(t, bin, slices.Concat([]string{"mimlctl", "status", "--listen", status, "--retrainer", "http://" + retrainer, "--interval", "200ms"}, kafka, redis)...)
 	ingest := freePort(t)
 	start(t, bin, slices.Concat([]string{"ingest", "--listen", ingest}, kafka)...)
 	// Instance labels travel as audit labels, for the live instance accuracy.
-	runOnce(t, bin, slices.Concat([]string{"ingest", "--data", mscv2, "--label-fraction", "0.5", "--with-instance-labels", "--progress=false"}, kafka)...)
+	labeled := slices.Concat([]string{"ingest", "--data", mscv2, "--label-fraction", "0.5", "--with-instance-labels", "--progress=false"}, kafka)
+	runOnce(t, bin, labeled...)
 	runOnce(t, bin, slices.Concat([]string{"ingest", "--data", musk1, "--label-fraction", "0", "--limit", "5", "--progress=false"}, kafka)...)
 
-	needs := map[string][]string{
-		annotator: {"mimlstream_annotator_bags_total", "mimlstream_annotator_dead_letters_total", "mimlstream_annotator_model_info",
-			"mimlstream_annotator_live_hamming_loss", "mimlstream_annotator_live_instance_accuracy", "mimlstream_annotator_live_scored_total"},
-		ingest:    {"mimlstream_ingest_published_total", "mimlstream_ingest_rejected_total"},
-		retrainer: {"mimlstream_retrainer_refits_total", "mimlstream_retrainer_heldout_hamming_loss"},
-		status:    {"mimlstream_consumer_group_lag_messages", "mimlstream_dead_letter_last_timestamp_seconds"},
-	}
 	exported := map[string]bool{}
-	for addr, want := range needs {
+	waitFor := func(addr string, want ...string) {
+		t.Helper()
 		waitUntil(t, 90*time.Second, fmt.Sprintf("%v on http://%s/metrics", want, addr), func() bool {
 			names := scrape(addr)
 			for _, w := range want {
@@ -353,7 +359,59 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 			return true
 		})
 	}
+	waitFor(retrainer, "mimlstream_retrainer_refits_total", "mimlstream_retrainer_heldout_hamming_loss")
+	waitFor(status, "mimlstream_consumer_group_lag_messages", "mimlstream_dead_letter_last_timestamp_seconds")
+
+	// The live gauges show the rolling window of the version that is
+	// current when they are read (and previous's whole record). The
+	// retrainer promotes every 40 labeled bags, and may promote twice
+	// more after the annotator has scored the last bag, so it is stopped,
+	// the annotator waited for until it serves the final current version,
+	// and labeled bags sent again for that version to score.
+	retrainerProc.stop(t)
+	current := currentVersion(t, bin, redis)
+	waitUntil(t, 30*time.Second, "the annotator to serve "+current, func() bool {
+		return strings.Contains(scrapeText(annotator), `version="`+current+`"`)
+	})
+	runOnce(t, bin, slices.Concat(labeled, []string{"--limit", "60"})...)
+	waitFor(annotator, "mimlstream_annotator_bags_total", "mimlstream_annotator_dead_letters_total", "mimlstream_annotator_model_info",
+		"mimlstream_annotator_live_hamming_loss", "mimlstream_annotator_live_instance_accuracy", "mimlstream_annotator_live_scored_total")
+	waitFor(ingest, "mimlstream_ingest_published_total", "mimlstream_ingest_rejected_total")
 	return exported
+}
+
+// currentVersion asks mimlctl for the registry's current version.
+func currentVersion(t *testing.T, bin string, redis []string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "mimlctl"), slices.Concat([]string{"models", "show", "current", "--json"}, redis)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mimlctl models show current: %v\n%s", err, out)
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.Version == "" {
+		t.Fatalf("mimlctl models show current --json: %v\n%s", err, out)
+	}
+	return v.Version
+}
+
+// scrapeText returns a /metrics page ("" when it cannot be read).
+func scrapeText(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
 }
 
 // scrape returns the names of the series on a /metrics page (nil when it
