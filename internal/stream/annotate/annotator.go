@@ -162,6 +162,41 @@ type Annotator struct {
 	batchParts atomic.Pointer[[]int]
 	// refused is the registry's current version when it cannot be served.
 	refused atomic.Pointer[refusal]
+	// contract is set while the served model's input contract (dimension,
+	// classes) differs from the one served before a change: the swap of a
+	// model promoted by force over an incompatible one. The annotator
+	// keeps serving (bags of the new contract are annotated, the others
+	// dead-lettered) and says so in the log, the model_contract_changed
+	// gauge and /readyz until a model of the baseline's contract is back.
+	contract atomic.Pointer[contractChange]
+}
+
+// contractChange is a served model whose dimension or classes differ from
+// those of the baseline, the model served before the change.
+type contractChange struct {
+	baseline featurestore.VersionMeta
+	served   featurestore.VersionMeta
+	err      error // featurestore.Compatible(baseline, served)
+}
+
+// nextContract returns the contract state after a swap from old to next
+// (old nil: the first model, which is its own baseline). A change keeps
+// its baseline through further swaps, so a rollback to the baseline's
+// contract clears it while a refit on the changed contract does not.
+func nextContract(cur *contractChange, old *featurestore.VersionMeta, next featurestore.VersionMeta) *contractChange {
+	if cur != nil {
+		if featurestore.Compatible(cur.baseline, next) == nil {
+			return nil
+		}
+		return &contractChange{baseline: cur.baseline, served: next, err: featurestore.Compatible(cur.baseline, next)}
+	}
+	if old == nil {
+		return nil
+	}
+	if err := featurestore.Compatible(*old, next); err != nil {
+		return &contractChange{baseline: *old, served: next, err: err}
+	}
+	return nil
 }
 
 // refusal is a current model version the annotator refuses to serve.
@@ -231,6 +266,8 @@ func (a *Annotator) initMetrics() error {
 	errs = append(errs, err)
 	retrying, err := mt.Float64ObservableGauge("mimlstream.annotator.write_retry", metric.WithDescription("How long the outputs of the batch in flight have been failing to be written (0: not failing)."), metric.WithUnit("s"))
 	errs = append(errs, err)
+	contract, err := mt.Int64ObservableGauge("mimlstream.annotator.model_contract_changed", metric.WithDescription("1 while the model served has another input dimension or class list than the model served before it changed (a promotion forced over an incompatible version): bags of the old contract go to dead letters; else 0."))
+	errs = append(errs, err)
 	refused, err := mt.Int64ObservableGauge("mimlstream.annotator.model_refused", metric.WithDescription("1 when the registry's current model version cannot be served (corrupt, undecodable, refused by the registry); the version label names it."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
@@ -270,8 +307,13 @@ func (a *Annotator) initMetrics() error {
 		} else {
 			o.ObserveInt64(refused, 0)
 		}
+		var changed int64
+		if a.contract.Load() != nil {
+			changed = 1
+		}
+		o.ObserveInt64(contract, changed)
 		return nil
-	}, info, lag, stalled, retrying, refused)
+	}, info, lag, stalled, retrying, refused, contract)
 	return err
 }
 
@@ -349,6 +391,10 @@ func (a *Annotator) readiness() (bool, string) {
 		return false, "not ready: not consuming"
 	}
 	msg := "ok " + a.ModelVersion()
+	if c := a.contract.Load(); c != nil {
+		msg += fmt.Sprintf("\nWARNING: input contract changed: serving %s whose %v; bags of %s's contract (dimension %d) go to dead letters",
+			c.served.Version, c.err, c.baseline.Version, c.baseline.Dim)
+	}
 	if refusedLine != "" {
 		msg += "\n" + refusedLine + "; serving " + a.ModelVersion()
 	}
@@ -357,7 +403,8 @@ func (a *Annotator) readiness() (bool, string) {
 
 // Handler serves /healthz, /readyz and, when metrics is non-nil, /metrics.
 // /readyz answers 200 "ok VERSION" while the annotator serves a model and
-// its writes go through (a second line names a refused current version),
+// its writes go through (further lines warn of a changed input contract
+// and name a refused current version),
 // and 503 with the reason otherwise: no model, not consuming, or stalled.
 func (a *Annotator) Handler(metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
@@ -808,11 +855,25 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 			refuse(meta.Version, err)
 			return
 		}
-		old := a.ModelVersion()
+		var oldMeta *featurestore.VersionMeta
+		old := ""
+		if cur := a.model.Load(); cur != nil {
+			oldMeta, old = &cur.meta, cur.meta.Version
+		}
 		a.model.Store(sm)
 		a.refused.Store(nil)
 		a.m.swaps.Add(ctx, 1)
 		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
+		was := a.contract.Load()
+		now := nextContract(was, oldMeta, meta)
+		a.contract.Store(now)
+		switch {
+		case now != nil:
+			log.Error("input contract changed", "version", meta.Version, "baseline", now.baseline.Version, "err", now.err,
+				"effect", "the model served takes another input dimension or class list than the model served before (a promotion forced over an incompatible version?): bags of the old contract go to dead letters until it is restored (mimlctl models rollback)")
+		case was != nil:
+			log.Info("input contract restored", "version", meta.Version, "baseline", was.baseline.Version)
+		}
 		once.Do(func() { close(loaded) })
 	}
 
