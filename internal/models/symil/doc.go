@@ -60,9 +60,11 @@
 //	             zunit (z-score, then unit norm) | minmax (each
 //	             feature to [0, 1]); see README "Scaling and C".
 //	             auto chooses unit or zscore on the training bags:
-//	             the inner CV of λ runs under both, and the transform
-//	             with the higher mean inner accuracy is kept with
-//	             the λ it chose (unit on ties)                    (auto)
+//	             the inner CV of λ runs under both, and unit is kept
+//	             unless zscore's held-out hits beat it by more than
+//	             one standard error of the paired difference (the
+//	             one-standard-error rule; see chooseScale); the
+//	             chosen transform keeps the λ it chose           (auto)
 //
 // # Reconstruction choices
 //

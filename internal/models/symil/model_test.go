@@ -303,7 +303,10 @@ func TestWarmStart(t *testing.T) {
 // either transform may win (two seeds of the toy, and a shift that makes
 // unit norms lose the class signal). It catches a λ reused from the other
 // transform's inner CV, or a scaler that differs from the one the scorers
-// were trained under.
+// were trained under; and, where the transform is clear by construction, a
+// selection rule that no longer picks z-scores where unit norms lose the
+// class (the shift) or no longer keeps unit norms where only the direction
+// carries it (the stretch).
 func TestScaleAutoEqualsItsChoice(t *testing.T) {
 	seen := map[ovr.Scaling]bool{}
 	for _, tc := range []struct {
@@ -312,7 +315,8 @@ func TestScaleAutoEqualsItsChoice(t *testing.T) {
 		// stretch multiplies each instance by a random factor up to e^±3:
 		// only the direction carries the class, which unit norms keep.
 		stretch bool
-	}{{1, 0, false}, {2, 0, false}, {3, 50, false}, {4, 0, true}} {
+		want    ovr.Scaling // "": either
+	}{{1, 0, false, ""}, {2, 0, false, ""}, {3, 50, false, ovr.ScaleZScore}, {4, 0, true, ovr.ScaleUnit}} {
 		train := mimlToy(tc.seed, 60, 2, 4)
 		r := rand.New(rand.NewPCG(tc.seed, 11))
 		for i := range train.Bags {
@@ -339,6 +343,9 @@ func TestScaleAutoEqualsItsChoice(t *testing.T) {
 			t.Fatalf("scale=auto chose %q, not one of unit, zscore", mode)
 		}
 		seen[mode] = true
+		if tc.want != "" && mode != tc.want {
+			t.Errorf("seed %d shift %v stretch %v: scale=auto chose %s, want %s", tc.seed, tc.shift, tc.stretch, mode, tc.want)
+		}
 		opt.Params = models.Params{"scale": string(mode)}
 		explicit, err := Fit(context.Background(), train, opt)
 		if err != nil {

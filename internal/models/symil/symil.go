@@ -86,7 +86,7 @@ func ParamSpecs() []models.ParamSpec {
 		{Name: "dcd_eps", Type: models.ParamFloat, Default: "0.001", Doc: "dcd: relative duality gap to stop at"},
 		{Name: "dcd_sweeps", Type: models.ParamInt, Default: "2000", Doc: "dcd: maximum passes over the bags per subproblem"},
 		{Name: "scale", Type: models.ParamEnum, Values: append([]string{ScaleAuto}, scalings()...), Default: ScaleAuto,
-			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]); auto: unit or zscore, whichever the inner CV of lambda scores higher"},
+			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]); auto: unit unless zscore beats it in the inner CV of lambda by more than one standard error"},
 	}
 }
 
@@ -335,11 +335,24 @@ func (t *trainer) scorer(sol solution) ovr.Scorer {
 	return sc
 }
 
+// lambdaChoice is the outcome of the inner CV of λ for one class: the λ
+// chosen, its mean held-out bag accuracy (-1 when no fold could be scored),
+// and, per training bag, whether the fit under that λ classified it right
+// when it was held out (-1 for a bag of a fold that could not be scored).
+// scale=auto compares transforms bag by bag through hits: the inner folds
+// depend only on the labels and the seed, so they are the same under every
+// transform and the comparison is paired.
+type lambdaChoice struct {
+	lam  float64
+	acc  float64
+	hits []int8
+}
+
 // chooseLambda runs the inner k-fold CV of the paper over the λ grid for one
 // class and returns the λ with the best mean held-out bag accuracy (the
 // smallest on ties: the grid is the paper's ascending order). Folds lacking
 // a positive or a negative training bag are skipped.
-func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (float64, float64, error) {
+func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (lambdaChoice, error) {
 	grid := t.cfg.LambdaGrid
 	if grid == nil {
 		grid = []float64{t.cfg.Lambda}
@@ -350,13 +363,22 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 	fold := folds.Binary(pos, k, seed, 0xf01d)
 	acc := make([]float64, len(grid)*k)
 	valid := make([]bool, len(grid)*k)
+	// hit[li][i]: bag i, held out, classified right under grid[li].
+	hit := make([][]int8, len(grid))
+	for li := range hit {
+		hit[li] = make([]int8, len(bags))
+		for i := range hit[li] {
+			hit[li][i] = -1
+		}
+	}
 	err := ovr.Parallel(ctx, workers, len(grid)*k, func(ctx context.Context, job int) error {
 		li, f := job/k, job%k
 		var trB, teB [][]int
 		var trY, teY []bool
+		var teI []int
 		for i := range bags {
 			if fold[i] == f {
-				teB, teY = append(teB, bags[i]), append(teY, pos[i])
+				teB, teY, teI = append(teB, bags[i]), append(teY, pos[i]), append(teI, i)
 			} else {
 				trB, trY = append(trB, bags[i]), append(trY, pos[i])
 			}
@@ -378,13 +400,21 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 		for l, g := range te.gid {
 			s[l] = t.scoreRow(sol, g)
 		}
+		for j := range te.n() {
+			hp, hm := te.extremes(s, j)
+			// Each job writes only the bags of its own (λ, fold) cell.
+			hit[li][teI[j]] = 0
+			if (s[hp]+s[hm] >= 0) == te.pos[j] {
+				hit[li][teI[j]] = 1
+			}
+		}
 		acc[job], valid[job] = te.accuracy(s), true
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return lambdaChoice{}, err
 	}
-	best, bestAcc := grid[0], -1.0
+	best := lambdaChoice{lam: grid[0], acc: -1, hits: hit[0]}
 	for li, lam := range grid {
 		sum, cnt := 0.0, 0
 		for f := range k {
@@ -393,11 +423,11 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 				cnt++
 			}
 		}
-		if cnt > 0 && sum/float64(cnt) > bestAcc+1e-12 {
-			best, bestAcc = lam, sum/float64(cnt)
+		if cnt > 0 && sum/float64(cnt) > best.acc+1e-12 {
+			best = lambdaChoice{lam: lam, acc: sum / float64(cnt), hits: hit[li]}
 		}
 	}
-	return best, bestAcc, nil
+	return best, nil
 }
 
 // Fit trains one binary SyMIL per class (one-vs-rest: a bag is positive for
@@ -437,9 +467,11 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 			lam = chosen[c]
 			p.lam = lam
 		case cfg.LambdaGrid != nil:
-			if lam, _, err = tr.chooseLambda(ctx, data.Bags, pos, seed, opt.Workers); err != nil {
+			ch, err := tr.chooseLambda(ctx, data.Bags, pos, seed, opt.Workers)
+			if err != nil {
 				return nil, err
 			}
+			lam = ch.lam
 			p.lam = lam
 		}
 		var init *latent
@@ -488,18 +520,21 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 // training bags among autoScales.
 const ScaleAuto = "auto"
 
-// autoScales are the transforms scale=auto chooses from, in order of
-// preference on ties: the two the README measured honestly (λ by inner CV,
-// 10 × 10-fold), unit norm ahead on Musk1, Elephant and Fox (83.9 / 82.4 /
-// 58.0 against 80.0 / 76.6 / 56.0 for z-scores).
+// autoScales are the transforms scale=auto chooses from, the preferred one
+// first. Unit norm is preferred because it is the better transform on
+// average over the data the project has measured (README, "Scaling and C":
+// unit ahead of z-scores on Musk1, Elephant and Fox at every repeat count),
+// and because it keeps sparse instances sparse where z-scores densify them.
+// Z-scores are the alternative for features whose magnitude carries the
+// class, which unit norms discard (features centred near the origin).
 var autoScales = []ovr.Scaling{ovr.ScaleUnit, ovr.ScaleZScore}
 
 // prepare scales the training instances and builds the trainer. With
 // scale=auto it does so for every transform of autoScales, runs the inner
 // CV of λ (over lambda_grid, or the fixed λ alone) for every class under
-// each, and keeps the transform with the highest mean inner accuracy over
-// the classes; the λ chosen under it are returned per class (nil when the
-// transform was given) so the CV is not run twice.
+// each, and keeps the transform chooseScale picks from the held-out hits;
+// the λ chosen under it are returned per class (nil when the transform was
+// given) so the CV is not run twice.
 func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.FitOptions) (*ovr.Data, *trainer, []float64, error) {
 	if cfg.Scale != "" {
 		data, err := ovr.Prepare(train, cfg.Scale)
@@ -510,12 +545,12 @@ func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.Fit
 		return data, tr, nil, err
 	}
 	var (
-		bestData  *ovr.Data
-		bestTr    *trainer
-		bestLam   []float64
-		bestScore = -1.0
+		datas = make([]*ovr.Data, len(autoScales))
+		trs   = make([]*trainer, len(autoScales))
+		lams  = make([][]float64, len(autoScales))
+		hits  = make([][]int8, len(autoScales))
 	)
-	for _, sc := range autoScales {
+	for si, sc := range autoScales {
 		c := cfg
 		c.Scale = sc
 		data, err := ovr.Prepare(train, sc)
@@ -526,33 +561,72 @@ func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.Fit
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		lams := make([]float64, len(train.Classes))
-		score, n := 0.0, 0
+		datas[si], trs[si] = data, tr
+		lams[si] = make([]float64, len(train.Classes))
 		for k := range train.Classes {
 			pos := data.Positive(k)
 			p := newProblem(data.Bags, pos, c.C, c.Lambda)
-			lams[k] = c.Lambda
+			lams[si][k] = c.Lambda
 			if p.nPos == 0 || p.nNeg() == 0 {
 				continue
 			}
-			lam, acc, err := tr.chooseLambda(ctx, data.Bags, pos, ovr.Seed(opt.Seed, k), opt.Workers)
+			ch, err := tr.chooseLambda(ctx, data.Bags, pos, ovr.Seed(opt.Seed, k), opt.Workers)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			lams[k] = lam
-			if acc >= 0 {
-				score += acc
-				n++
-			}
-		}
-		if n > 0 {
-			score /= float64(n)
-		}
-		if score > bestScore+1e-12 {
-			bestData, bestTr, bestLam, bestScore = data, tr, lams, score
+			lams[si][k] = ch.lam
+			// The classes' hits are pooled: every (class, bag) pair is one
+			// paired observation of the transforms.
+			hits[si] = append(hits[si], ch.hits...)
 		}
 	}
-	return bestData, bestTr, bestLam, nil
+	si := chooseScale(hits)
+	return datas[si], trs[si], lams[si], nil
+}
+
+// chooseScale returns the index of the transform scale=auto keeps, given per
+// transform the held-out hits of its inner CV (1 right, 0 wrong, -1 not
+// scored), the same (class, bag) pairs in the same order for every
+// transform. The first transform is kept unless another beats it by more
+// than one standard error of the paired difference of hits (the
+// one-standard-error rule of Breiman et al. 1984, ESL §7.10); among those
+// that do, the one with the largest mean difference.
+//
+// Why not simply the higher inner accuracy: on ~180 training bags the two
+// transforms' inner accuracies differ by a few bags, mostly noise, and the
+// plain argmax then swaps to z-scores on folds where they are worse on the
+// test bags (10 × 10-fold: 81.9 / 57.2 on Elephant / Fox against 82.4 /
+// 58.0 for unit alone). The margin is the rule's conventional constant,
+// not fitted to those sets; on data where unit norms lose the class
+// (TestScaleAutoEqualsItsChoice's shifted toy) z-scores win by many
+// standard errors and are still chosen.
+func chooseScale(hits [][]int8) int {
+	best, bestGain := 0, 0.0
+	for si := 1; si < len(hits); si++ {
+		if len(hits[si]) != len(hits[0]) {
+			continue // not paired; prepare never builds this
+		}
+		n, sum, sumSq := 0, 0.0, 0.0
+		for i, h := range hits[si] {
+			if h < 0 || hits[0][i] < 0 {
+				continue
+			}
+			d := float64(h - hits[0][i])
+			n++
+			sum += d
+			sumSq += d * d
+		}
+		if n < 2 {
+			continue
+		}
+		mean := sum / float64(n)
+		// Sample variance of the paired differences; se = sd / √n.
+		se := math.Sqrt(max(0, (sumSq-float64(n)*mean*mean)/float64(n-1)) / float64(n))
+		if mean > 0 && mean > se && mean > bestGain {
+			best, bestGain = si, mean
+		}
+	}
+	return best
 }
 
 // constScorer scores every instance v (no training signal for the class).
