@@ -112,7 +112,7 @@ func (b *Bag) Validate(dim, classes int) error {
 		return fmt.Errorf("bag %q: %w: both dense and sparse instances", b.ID, ErrSparse)
 	}
 	for i, v := range b.Sparse {
-		if err := v.validate(dim); err != nil {
+		if err := v.Validate(dim); err != nil {
 			return fmt.Errorf("bag %q instance %d: %w", b.ID, i, err)
 		}
 	}

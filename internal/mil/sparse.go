@@ -94,9 +94,9 @@ func SparseOf(x []float64) SparseVec {
 	return v
 }
 
-// validate checks the index order and range (dim <= 0 skips the range
+// Validate checks the index order and range (dim <= 0 skips the range
 // check) and that every value is finite.
-func (v SparseVec) validate(dim int) error {
+func (v SparseVec) Validate(dim int) error {
 	if len(v.Idx) != len(v.Val) {
 		return fmt.Errorf("%w: %d indices and %d values", ErrSparse, len(v.Idx), len(v.Val))
 	}

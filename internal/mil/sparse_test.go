@@ -53,7 +53,7 @@ func TestSparseVecOps(t *testing.T) {
 				t.Fatalf("AddTo[%d] = %v, want %v", j, acc[j], want)
 			}
 		}
-		if err := sa.validate(dim); err != nil {
+		if err := sa.Validate(dim); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -100,7 +100,7 @@ func selectParams(ctx context.Context, train *mil.Dataset, labeled []int, opt mo
 		var right, total float64
 		for _, b := range testIdx {
 			bag := &train.Bags[b]
-			ann, err := m.Annotate(ctx, &mil.Bag{Instances: bag.Instances}, models.Inductive)
+			ann, err := m.Annotate(ctx, &mil.Bag{Instances: bag.Instances, Sparse: bag.Sparse}, models.Inductive)
 			if err != nil {
 				return fmt.Errorf("misvm select: %w", err)
 			}
