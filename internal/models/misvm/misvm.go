@@ -68,8 +68,9 @@
 //
 // Sparse data (mil.Bag.Sparse, text bags) trains without densifying: scale
 // defaults to unit (maxabs and none are the other choices that keep zeros
-// zero), kernel=auto means linear, and a step of the linear SGD costs the
-// instance's non-zeros (see sparse.go). The models are the dense path's on
+// zero), kernel=auto means linear, select defaults to cv for every kernel,
+// and a step of the linear SGD costs the instance's non-zeros (see
+// sparse.go). The models are the dense path's on
 // the same data and parameters (TestSparseMatchesDense).
 package misvm
 

@@ -79,10 +79,11 @@ func TestSparseMatchesDense(t *testing.T) {
 		t.Fatal("fixture: want one sparse and one dense copy")
 	}
 	cases := []models.Params{
-		{"kernel": "linear", "scale": "unit", "epochs": "20"},
-		{"kernel": "linear", "scale": "maxabs", "C": "100", "epochs": "20"},
-		{"kernel": "linear", "scale": "none", "bias": "false", "init": "bag", "epochs": "20"},
-		{"kernel": "linear", "scale": "unit", "C": "1", "restarts": "2", "epochs": "20"},
+		{"kernel": "linear", "scale": "unit", "epochs": "20", "select": "none"},
+		{"kernel": "linear", "scale": "maxabs", "C": "100", "epochs": "20", "select": "none"},
+		{"kernel": "linear", "scale": "none", "bias": "false", "init": "bag", "epochs": "20", "select": "none"},
+		{"kernel": "linear", "scale": "unit", "C": "1", "restarts": "2", "epochs": "20", "select": "none"},
+		{"kernel": "linear", "scale": "unit", "epochs": "10", "select": "cv"},
 		{"kernel": "rbf", "scale": "unit", "C": "10", "select": "none"},
 		{"kernel": "rbf", "scale": "maxabs", "select": "cv"},
 		{"kernel": "poly", "scale": "unit", "C": "10", "degree": "2", "select": "none"},
@@ -172,9 +173,10 @@ func near(a, b []float64) bool {
 
 // TestSparseDefaults checks what sparse data changes when no parameter is
 // given: the scaling is unit norm (not the dense default z-score, which
-// would fill every zero) and kernel=auto is linear (the kernel matrix is
-// not proportional to the non-zeros), and a centring scale is refused with
-// an error rather than silently densifying.
+// would fill every zero), kernel=auto is linear (the kernel matrix is
+// not proportional to the non-zeros) and C is chosen by inner CV (the
+// model equals the one fitted with select=cv), and a centring scale is
+// refused with an error rather than silently densifying.
 func TestSparseDefaults(t *testing.T) {
 	sp := sparseToy(2)
 	m, err := MISVMKind().Fit(context.Background(), sp, models.FitOptions{Seed: 1, Params: models.Params{"epochs": "5"}})
@@ -189,6 +191,22 @@ func TestSparseDefaults(t *testing.T) {
 		if sc.W == nil {
 			t.Fatalf("class %d: kernel scorer, want linear for sparse data", c)
 		}
+	}
+	mcv, err := MISVMKind().Fit(context.Background(), sp, models.FitOptions{Seed: 1,
+		Params: models.Params{"epochs": "5", "select": "cv", "kernel": "linear", "scale": "unit"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnone, err := MISVMKind().Fit(context.Background(), sp, models.FitOptions{Seed: 1,
+		Params: models.Params{"epochs": "5", "select": "none", "kernel": "linear", "scale": "unit"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOVR(t, st, mcv.(*ovr.Model).State(), sp.Dim)
+	// On this toy inner CV picks a C other than 10⁴, so the default
+	// model is not the select=none one.
+	if near(mnone.(*ovr.Model).State().Scorers[0].W, st.Scorers[0].W) {
+		t.Fatal("the default sparse model is the select=none one")
 	}
 	for _, s := range []string{"zscore", "zunit", "minmax"} {
 		_, err := MISVMKind().Fit(context.Background(), sp, models.FitOptions{Seed: 1, Params: models.Params{"scale": s}})
@@ -215,7 +233,7 @@ func TestSparseSGDRescale(t *testing.T) {
 	sp := sparseToy(3)
 	dn := sp.Densified()
 	for _, c := range []string{"1e-3", "0.5"} {
-		p := models.Params{"kernel": "linear", "scale": "unit", "C": c, "epochs": "8000", "iters": "2", "restarts": "1"}
+		p := models.Params{"kernel": "linear", "scale": "unit", "C": c, "epochs": "8000", "iters": "2", "restarts": "1", "select": "none"}
 		opt := models.FitOptions{Seed: 5, Params: p, Workers: 1}
 		ms, err := MiSVMKind().Fit(context.Background(), sp, opt)
 		if err != nil {
