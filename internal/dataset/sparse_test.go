@@ -76,3 +76,36 @@ func TestLoadTREC9(t *testing.T) {
 		})
 	}
 }
+
+// TestARFFRelationalSparse reads Weka sparse instance rows ({index value,
+// ...}, 0-based) inside relational bags: the bag loads sparse and equals
+// the dense file it encodes, pairs in any order, a dense row of the same
+// bag compressed in its place; a bag of dense rows only stays dense. The
+// bad rows must be refused with the line (an index out of range, a
+// repeated index even when one value is 0, a missing brace, a pair
+// without a value).
+func TestARFFRelationalSparse(t *testing.T) {
+	const head = "@relation r\n@attribute id {a,b,c}\n@attribute bag relational\n @attribute f1 numeric\n @attribute f2 numeric\n @attribute f3 numeric\n@end bag\n@attribute l1 {0,1}\n@data\n"
+	sparse := head + `a,"{2 5, 0 1}\n{}\n0,7,0",1` + "\n" + `b,"{1 -2}",0` + "\n" + `c,"1,2,3",1` + "\n"
+	dense := head + `a,"1,0,5\n0,0,0\n0,7,0",1` + "\n" + `b,"0,-2,0",0` + "\n" + `c,"1,2,3",1` + "\n"
+	got, err := ReadARFF(strings.NewReader(sparse), nil, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReadARFF(strings.NewReader(dense), nil, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Bags[0].IsSparse() || !got.Bags[1].IsSparse() || got.Bags[2].IsSparse() {
+		t.Fatalf("sparse forms: %v %v %v, want true true false", got.Bags[0].IsSparse(), got.Bags[1].IsSparse(), got.Bags[2].IsSparse())
+	}
+	if v := got.Bags[0].Sparse[0]; len(v.Idx) != 2 || v.Idx[0] != 0 || v.Idx[1] != 2 {
+		t.Fatalf("first instance %+v, want indices [0 2]", v)
+	}
+	sameDataset(t, got.Densified(), want)
+	for _, bad := range []string{`a,"{3 1}",1`, `a,"{1 1, 1 0}",1`, `a,"{1 1",1`, `a,"{1}",1`} {
+		if _, err := ReadARFF(strings.NewReader(head+bad+"\n"), nil, "r"); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "line 10") {
+			t.Errorf("%q: err = %v, want ErrFormat at line 10", bad, err)
+		}
+	}
+}
