@@ -8,6 +8,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/solver/ovr"
+	"github.com/mimlstream/mimlstream/internal/solver/sparsesgd"
 )
 
 // Sparse training data (text bags: tens of thousands of features, a few
@@ -23,10 +24,9 @@ import (
 //     sets, and on TREC9 C = 10⁴ is far from the best C for mi-SVM (10-fold
 //     bag accuracy 64–79% against 74–95% with C chosen by inner CV on the
 //     training bags; README, "TREC text sets");
-//   - the linear SGD keeps w = a·v with a scalar a, so the shrinking step
-//     w ← (1 − η)w costs O(1) instead of O(d), and the average of the
-//     iterates is kept as B·v + T (Bottou's averaged SGD bookkeeping), so a
-//     step costs the non-zeros of one instance.
+//   - the linear SGD keeps its weights with package sparsesgd (w = a·v,
+//     the average of the iterates as B·v + T), so a step costs the
+//     non-zeros of one instance, not the dimension.
 //
 // The dense path stays the reference: on the same data with the same
 // parameters, both give the same model (TestSparseMatchesDense).
@@ -140,14 +140,8 @@ func (l *sparseLinearLearner) train(ctx context.Context, ex []example) (func(int
 }
 
 // svmSparse is svm on the sparse rows s.xs: the same steps, the same random
-// draws, the same averaged iterate and objective, in O(non-zeros) per step.
-//
-// w = a·v. A step shrinks w by (1 − η), which is a ← a(1 − η); a hinge step
-// adds f·x to w, which is v ← v + (f/a)·x. The sum S of the iterates counted
-// so far is kept as S = B·v + T with B the sum of their scales: a change δ
-// of v changes B·v by B·δ that S must not see, so T ← T − B·δ, and counting
-// the current iterate adds a to B. When a gets small, v is rescaled to a·v
-// (B ← B/a, a ← 1) before the 1/a of the hinge steps loses precision.
+// draws, the same averaged iterate and objective, in O(non-zeros) per step
+// (the weights and their running average are kept by package sparsesgd).
 func (s *solver) svmSparse(ctx context.Context, ex []example, w0 []float64, tau *float64, rng *rand.Rand) ([]float64, float64, error) {
 	np := 0
 	for _, e := range ex {
@@ -162,11 +156,9 @@ func (s *solver) svmSparse(ctx context.Context, ex []example, w0 []float64, tau 
 		}
 		return float64(n) / float64(2*max(n-np, 1))
 	}
-	v := append([]float64(nil), w0...)
-	t := make([]float64, len(v))
-	a, bsum := 1.0, 0.0
+	st := sparsesgd.New(w0)
 	steps := s.cfg.Epochs * n
-	half, counted := steps/2, 0
+	half := steps / 2
 	for step := range steps {
 		if step%n == 0 {
 			if err := ctx.Err(); err != nil {
@@ -181,44 +173,18 @@ func (s *solver) svmSparse(ctx context.Context, ex []example, w0 []float64, tau 
 		eta := 1 / (*tau + s.tau0)
 		*tau++
 		x := s.xs[e.row]
-		margin := y * a * x.Dot(v)
-		if shrink := 1 - eta; shrink > 0 {
-			a *= shrink
-		} else {
-			// w ← 0. η ≥ 1 only at a learner's very first step (τ = 0,
-			// τ0 = 1), before any iterate is counted (bsum = 0), so T
-			// needs no correction.
-			clear(v)
-			a = 1
-		}
+		margin := y * st.Dot(x)
+		st.Decay(1 - eta)
 		if margin < 1 {
-			g := eta * s.cfg.C * weight(e.pos) * y / a
-			for k, j := range x.Idx {
-				d := g * x.Val[k]
-				v[j] += d
-				t[j] -= bsum * d
-			}
+			st.Add(eta*s.cfg.C*weight(e.pos)*y, x)
 		}
 		if step >= half {
-			counted++
-			bsum += a
-		}
-		if a < 1e-6 {
-			for j := range v {
-				v[j] *= a
-			}
-			bsum /= a
-			a = 1
-		}
-	}
-	avg := make([]float64, len(v))
-	for j := range avg {
-		if counted == 0 {
-			avg[j] = a * v[j]
+			st.Count()
 		} else {
-			avg[j] = (bsum*v[j] + t[j]) / float64(counted)
+			st.Step()
 		}
 	}
+	avg := st.Average()
 	obj := 0.5 * dot(avg, avg)
 	for _, e := range ex {
 		y := -1.0
