@@ -1,9 +1,13 @@
 package dataset
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
 
 	"github.com/mimlstream/mimlstream/internal/testsupport/shareddata"
 )
@@ -107,5 +111,30 @@ func TestARFFRelationalSparse(t *testing.T) {
 		if _, err := ReadARFF(strings.NewReader(head+bad+"\n"), nil, "r"); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "line 10") {
 			t.Errorf("%q: err = %v, want ErrFormat at line 10", bad, err)
 		}
+	}
+}
+
+// TestWriteSparseDataset checks that the dense writers (JSON lines, CSV)
+// write a sparse dataset's instances, not the empty Instances of its
+// sparse bags: read back, the file equals the densified dataset.
+func TestWriteSparseDataset(t *testing.T) {
+	d, err := ReadMILL(strings.NewReader("i1,b1,1,3:2,1:0.5\ni2,b1,0,\ni3,b2,0,2:1\n"), "s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, *mil.Dataset) error
+		read  func(io.Reader, string) (*mil.Dataset, error)
+	}{{"jsonl", WriteJSONL, ReadJSONL}, {"csv", WriteCSV, ReadCSV}} {
+		var buf bytes.Buffer
+		if err := f.write(&buf, d); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.read(&buf, "s")
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		sameDataset(t, got, d.Densified())
 	}
 }
