@@ -171,7 +171,14 @@ func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 		if rel > 0 {
 			b.ID = f[rel-1]
 		}
-		for k, row := range strings.Split(f[rel], "\n") {
+		rows := strings.Split(f[rel], "\n")
+		if sparseRows(rows) {
+			if b.Sparse, err = readSparseInstances(rows, dim); err != nil {
+				return nil, lineError(ln, "bag %s %v", b.ID, err)
+			}
+			rows = nil
+		}
+		for k, row := range rows {
 			row = strings.TrimSpace(row)
 			if row == "" {
 				continue
@@ -188,7 +195,7 @@ func ReadARFF(r io.Reader, labels []string, name string) (*mil.Dataset, error) {
 			}
 			b.Instances = append(b.Instances, x)
 		}
-		if len(b.Instances) == 0 {
+		if b.Len() == 0 {
 			return nil, lineError(ln, "bag %s has no instances", b.ID)
 		}
 		if b.Labels, err = binaryLabels(f, labelCols, labels); err != nil {

@@ -169,6 +169,7 @@ func LoadCSV(path string) (*mil.Dataset, error) {
 // WriteCSV writes d in the CSV instance format. Class names must not
 // contain ';' (it separates them in the labels header).
 func WriteCSV(w io.Writer, d *mil.Dataset) error {
+	d = d.Densified() // the format has dense instances only
 	for _, c := range d.Classes {
 		if strings.Contains(c, ";") {
 			return fmt.Errorf("class %q contains ';'", c)

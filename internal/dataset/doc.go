@@ -16,6 +16,15 @@
 //	.jsonl, .ndjson the project's JSON-lines bag format
 //	.csv            the project's CSV instance format
 //
+// # Sparse instances
+//
+// A MILL file of index:value pairs loads as sparse bags (mil.Bag.Sparse,
+// 0-based ascending indices), in memory proportional to its non-zeros, and
+// so does a relational ARFF bag with Weka sparse instance rows
+// ({index value, ...}, 0-based). mil.Dataset.Densified converts them for
+// consumers that read dense rows (models.Kind.DataFor does it for the
+// kinds without a sparse path).
+//
 // # Binary MIL
 //
 // Binary data sets (musk, elephant, fox) become single-class MIML sets:

@@ -280,8 +280,11 @@ func TestMILLSparse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !got.IsSparse() {
+		t.Fatal("a sparse MILL file gave dense bags")
+	}
 	want := mustLoad(t, "musk1/musk1_mill.data")
-	sameDataset(t, got, want)
+	sameDataset(t, got.Densified(), want)
 
 	// A stated dimension pads; one below the largest index is an error.
 	small := "i1,b1,1,2:5\ni2,b2,0,1:1\ni3,b2,0,\n"
@@ -289,7 +292,7 @@ func TestMILLSparse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameDataset(t, d, &mil.Dataset{Name: "s", Classes: []string{"positive"}, Dim: 4, Bags: []mil.Bag{
+	sameDataset(t, d.Densified(), &mil.Dataset{Name: "s", Classes: []string{"positive"}, Dim: 4, Bags: []mil.Bag{
 		{ID: "b1", Instances: [][]float64{{0, 5, 0, 0}}, Labels: []int{0}},
 		{ID: "b2", Instances: [][]float64{{1, 0, 0, 0}, {0, 0, 0, 0}}, Labels: []int{}},
 	}})

@@ -231,6 +231,7 @@ func LoadJSONL(path string) (*mil.Dataset, error) {
 
 // WriteJSONL writes d as a header line followed by one line per bag.
 func WriteJSONL(w io.Writer, d *mil.Dataset) error {
+	d = d.Densified() // the format has dense instances only
 	bw := bufio.NewWriter(w)
 	h, err := json.Marshal(JSONLHeader{Format: JSONLFormat, Name: d.Name, Classes: d.Classes, Dim: d.Dim})
 	if err != nil {

@@ -2,10 +2,12 @@ package dataset
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,15 +80,12 @@ func (g *bagGrouper) bag(name string) int {
 // ReadMILL reads the MILL text format, one instance per line:
 // instance_name,bag_name,label,features... where the features are either D
 // dense values or sparse 1-based index:value pairs. The label is 0/1 per
-// instance; the bag is positive when any of its instances is. dim > 0 fixes
+// instance; the bag is positive when any of its instances is. A sparse
+// file gives sparse bags (mil.Bag.Sparse), in memory proportional to its
+// non-zeros; mil.Dataset.Densified converts them. dim > 0 fixes
 // the dimension of a sparse file (an index above it is an error); dim <= 0
 // takes it from the data.
 func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
-	type sparseRow struct {
-		bag, inst int // where the instance goes
-		idx       []int
-		val       []float64
-	}
 	const (
 		unknown = iota
 		dense
@@ -94,7 +93,6 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 	)
 	var (
 		g      bagGrouper
-		rows   []sparseRow // sparse instances, filled in once dim is known
 		layout = unknown
 		maxIdx int
 		ln     int
@@ -151,27 +149,15 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 			b.Instances = append(b.Instances, x)
 			continue
 		}
-		row := sparseRow{bag: bi, inst: len(b.Instances)}
-		for j, s := range feats {
-			is, vs, ok := strings.Cut(s, ":")
-			if !ok {
-				return nil, lineError(ln, "column %d: %q is not index:value", j+4, s)
-			}
-			k, err := strconv.Atoi(strings.TrimSpace(is))
-			if err != nil || k < 1 {
-				return nil, lineError(ln, "column %d: index %q is not a positive integer", j+4, is)
-			}
-			v, err := parseFeature(vs)
-			if err != nil {
-				return nil, lineError(ln, "column %d: %v", j+4, err)
-			}
-			maxIdx = max(maxIdx, k)
-			row.idx = append(row.idx, k-1)
-			row.val = append(row.val, v)
+		// A sparse instance stays sparse (mil.SparseVec): a text set
+		// densified would take the features' count times the memory of
+		// its non-zeros.
+		v, top, err := parseSparsePairs(feats)
+		if err != nil {
+			return nil, lineError(ln, "%v", err)
 		}
-		rows = append(rows, row)
-		// The instance is materialised once the dimension is known.
-		b.Instances = append(b.Instances, nil)
+		maxIdx = max(maxIdx, top)
+		b.Sparse = append(b.Sparse, v)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("line %d: %w", ln+1, err)
@@ -185,15 +171,57 @@ func ReadMILL(r io.Reader, name string, dim int) (*mil.Dataset, error) {
 		} else if maxIdx > dim {
 			return nil, fmt.Errorf("%w: feature index %d exceeds dimension %d", ErrFormat, maxIdx, dim)
 		}
-		for _, row := range rows {
-			x := make([]float64, dim)
-			for k, j := range row.idx {
-				x[j] = row.val[k]
-			}
-			g.bags[row.bag].Instances[row.inst] = x
-		}
 	}
 	return &mil.Dataset{Name: name, Classes: binaryClasses(), Dim: dim, Bags: g.bags}, nil
+}
+
+// parseSparsePairs reads the 1-based index:value pairs of a MILL sparse
+// line (fields 4 on) into a vector with 0-based ascending indices, and
+// returns the largest 1-based index. Pairs may come in any order; an index
+// given twice is an error, not a silent overwrite. Explicit zeros are
+// dropped.
+func parseSparsePairs(feats []string) (mil.SparseVec, int, error) {
+	v := mil.SparseVec{Idx: make([]int32, 0, len(feats)), Val: make([]float64, 0, len(feats))}
+	top, sorted := 0, true
+	for j, s := range feats {
+		is, vs, ok := strings.Cut(s, ":")
+		if !ok {
+			return mil.SparseVec{}, 0, fmt.Errorf("column %d: %q is not index:value", j+4, s)
+		}
+		k, err := strconv.ParseInt(strings.TrimSpace(is), 10, 32)
+		if err != nil || k < 1 {
+			return mil.SparseVec{}, 0, fmt.Errorf("column %d: index %q is not a positive 32-bit integer", j+4, is)
+		}
+		x, err := parseFeature(vs)
+		if err != nil {
+			return mil.SparseVec{}, 0, fmt.Errorf("column %d: %v", j+4, err)
+		}
+		if int(k) <= top {
+			sorted = false
+		}
+		top = max(top, int(k))
+		if x == 0 {
+			continue
+		}
+		v.Idx = append(v.Idx, int32(k-1))
+		v.Val = append(v.Val, x)
+	}
+	if !sorted {
+		perm := make([]int, len(v.Idx))
+		for i := range perm {
+			perm[i] = i
+		}
+		slices.SortFunc(perm, func(a, b int) int { return cmp.Compare(v.Idx[a], v.Idx[b]) })
+		idx, val := make([]int32, len(perm)), make([]float64, len(perm))
+		for i, p := range perm {
+			idx[i], val[i] = v.Idx[p], v.Val[p]
+			if i > 0 && idx[i] == idx[i-1] {
+				return mil.SparseVec{}, 0, fmt.Errorf("feature index %d given twice", idx[i]+1)
+			}
+		}
+		v.Idx, v.Val = idx, val
+	}
+	return v, top, nil
 }
 
 // LoadMILL reads a MILL text file (see ReadMILL).

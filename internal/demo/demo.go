@@ -87,6 +87,7 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	ds = ds.Densified() // the demo streams dense bags
 	if !ds.HasInstanceLabels() {
 		return fmt.Errorf("%s has no instance labels to measure accuracy against", c.data)
 	}

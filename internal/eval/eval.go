@@ -329,6 +329,11 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 	if len(data.Bags) == 0 || len(data.Classes) == 0 {
 		return nil, fmt.Errorf("dataset %q has %d bags and %d classes", data.Name, len(data.Bags), len(data.Classes))
 	}
+	if data.IsSparse() && !kind.Sparse {
+		cfg.Logger.Warn("densifying sparse data for a kind without a sparse path", "kind", kind.Name,
+			"dim", data.Dim, "instances", data.NumInstances())
+	}
+	data = kind.DataFor(data)
 	tasks, folds, protocol, err := plan(data, cfg)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,11 @@ const Unlabeled = -1
 type Bag struct {
 	ID        string      `json:"id"`
 	Instances [][]float64 `json:"instances"`
+	// Sparse, when non-nil, holds the instances in compressed form
+	// instead of Instances (which is then nil): text bags, whose dense
+	// rows would be almost all zeros. Len and DenseInstances read either
+	// form.
+	Sparse []SparseVec `json:"sparse,omitempty"`
 	// Labels is the bag label set (class indices, ascending, no duplicates).
 	// nil means the bag is unlabeled; an empty non-nil slice means "labeled,
 	// with no known class" (a negative bag in binary MIL).
@@ -52,7 +57,7 @@ type Dataset struct {
 func (d *Dataset) NumInstances() int {
 	n := 0
 	for i := range d.Bags {
-		n += len(d.Bags[i].Instances)
+		n += d.Bags[i].Len()
 	}
 	return n
 }
@@ -64,7 +69,7 @@ func (d *Dataset) HasInstanceLabels() bool {
 	}
 	for i := range d.Bags {
 		b := &d.Bags[i]
-		if len(b.InstanceLabels) != len(b.Instances) {
+		if len(b.InstanceLabels) != b.Len() {
 			return false
 		}
 		for _, l := range b.InstanceLabels {
@@ -100,8 +105,16 @@ var (
 // Validate checks a bag against a dimension and a number of classes. dim or
 // classes <= 0 skips that check.
 func (b *Bag) Validate(dim, classes int) error {
-	if len(b.Instances) == 0 {
+	if b.Len() == 0 {
 		return fmt.Errorf("bag %q: %w", b.ID, ErrEmptyBag)
+	}
+	if b.Sparse != nil && b.Instances != nil {
+		return fmt.Errorf("bag %q: %w: both dense and sparse instances", b.ID, ErrSparse)
+	}
+	for i, v := range b.Sparse {
+		if err := v.Validate(dim); err != nil {
+			return fmt.Errorf("bag %q instance %d: %w", b.ID, i, err)
+		}
 	}
 	for i, x := range b.Instances {
 		if dim > 0 && len(x) != dim {
@@ -122,8 +135,8 @@ func (b *Bag) Validate(dim, classes int) error {
 		}
 	}
 	if b.InstanceLabels != nil {
-		if len(b.InstanceLabels) != len(b.Instances) {
-			return fmt.Errorf("bag %q: %w (%d labels, %d instances)", b.ID, ErrInstanceMeta, len(b.InstanceLabels), len(b.Instances))
+		if len(b.InstanceLabels) != b.Len() {
+			return fmt.Errorf("bag %q: %w (%d labels, %d instances)", b.ID, ErrInstanceMeta, len(b.InstanceLabels), b.Len())
 		}
 		for _, l := range b.InstanceLabels {
 			if l != Unlabeled && (l < 0 || (classes > 0 && l >= classes)) {

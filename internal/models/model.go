@@ -166,6 +166,11 @@ type Kind struct {
 	EmptyLabelSetsOption string
 	Fit                  func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error)
 	Decode               func(meta Meta, state []byte) (Model, error)
+
+	// Sparse reports that Fit takes sparse bags (mil.Bag.Sparse) as they
+	// are and that its models annotate them; other kinds get the data
+	// densified by DataFor.
+	Sparse bool
 }
 
 // CheckParams rejects a key that k does not declare, naming the valid

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 	"github.com/mimlstream/mimlstream/internal/solver/svm"
 )
@@ -23,6 +24,7 @@ const (
 type kernelData struct {
 	cfg    Config
 	rows   [][]float64
+	srows  []mil.SparseVec // instead of rows for sparse data
 	gram   *svm.Gram
 	gamma  float64
 	scorer ovr.Scorer // kernel fields only (no SV, Beta, B)
@@ -57,9 +59,8 @@ func GammaScale(rows [][]float64) float64 {
 }
 
 func newKernelData(cfg Config, rows [][]float64) (*kernelData, error) {
-	if len(rows) > cfg.GramLimit {
-		return nil, fmt.Errorf("misvm: kernel=%s on %d training instances exceeds gram_limit=%d (the kernel matrix needs %d MB)",
-			cfg.Kernel, len(rows), cfg.GramLimit, len(rows)*len(rows)*8>>20)
+	if err := checkGramLimit(cfg, len(rows)); err != nil {
+		return nil, err
 	}
 	gamma := cfg.Gamma
 	if gamma == 0 {
@@ -78,11 +79,21 @@ func newKernelData(cfg Config, rows [][]float64) (*kernelData, error) {
 			m[i*n+j], m[j*n+i] = v, v
 		}
 	}
-	var err error
-	if k.gram, err = svm.NewGram(n, m); err != nil {
-		return nil, err
+	return k, k.setGram(n, m)
+}
+
+func checkGramLimit(cfg Config, n int) error {
+	if n > cfg.GramLimit {
+		return fmt.Errorf("misvm: kernel=%s on %d training instances exceeds gram_limit=%d (the kernel matrix needs %d MB)",
+			cfg.Kernel, n, cfg.GramLimit, n*n*8>>20)
 	}
-	return k, nil
+	return nil
+}
+
+func (k *kernelData) setGram(n int, m []float64) error {
+	var err error
+	k.gram, err = svm.NewGram(n, m)
+	return err
 }
 
 // eval is the kernel ovr.Scorer applies at annotation time (the same
@@ -179,10 +190,18 @@ func sign(b bool) float64 {
 // scorer returns the last round's SVM as a served scorer.
 func (l *kernelLearner) scorer() ovr.Scorer {
 	sc := l.k.scorer
-	sc.SV = make([][]float64, len(l.rows))
 	sc.Beta = make([]float64, len(l.rows))
+	if l.k.srows != nil {
+		sc.SparseSV = make([]mil.SparseVec, len(l.rows))
+	} else {
+		sc.SV = make([][]float64, len(l.rows))
+	}
 	for u, r := range l.rows {
-		sc.SV[u] = append([]float64(nil), l.k.rows[r]...)
+		if l.k.srows != nil {
+			sc.SparseSV[u] = l.k.srows[r].Clone()
+		} else {
+			sc.SV[u] = append([]float64(nil), l.k.rows[r]...)
+		}
 		sc.Beta[u] = l.coef[u]
 	}
 	sc.B = l.b

@@ -55,7 +55,8 @@
 //	scale      feature transform fitted on the training instances:
 //	           zscore | none | unit (instance / ‖instance‖) |
 //	           zunit (z-score, then unit norm) | minmax (each
-//	           feature to [0, 1])                              (zscore)
+//	           feature to [0, 1]) | maxabs (each feature / its
+//	           largest magnitude)                              (zscore)
 //	kernel     auto | linear | rbf | poly                      (auto)
 //	gamma      kernel width / scale; 0: the rule above          (0)
 //	degree     poly degree, 1..10                               (3)
@@ -64,6 +65,13 @@
 //	tol        SMO tolerance                                   (1e-3)
 //	select     cv | none: C × γ ∈ {1e2, 1e3, 1e4} × {¼, 1, 4}·rule by
 //	           inner CV, or the given values (cv for rbf / poly)
+//
+// Sparse data (mil.Bag.Sparse, text bags) trains without densifying: scale
+// defaults to unit (maxabs and none are the other choices that keep zeros
+// zero), kernel=auto means linear, select defaults to cv for every kernel,
+// and a step of the linear SGD costs the instance's non-zeros (see
+// sparse.go). The models are the dense path's on
+// the same data and parameters (TestSparseMatchesDense).
 package misvm
 
 import (
@@ -100,6 +108,7 @@ func kind(name, desc string, instance bool) models.Kind {
 		Description:   desc + ", linear, RBF or polynomial kernel, one-vs-rest over the label set",
 		InstanceLevel: true,
 		Params:        ParamSpecs(),
+		Sparse:        true,
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			return Fit(ctx, train, opt, instance)
 		},
@@ -186,7 +195,7 @@ func ParamSpecs() []models.ParamSpec {
 			Doc: "random latent labels (the SyMIL paper's protocol; default for linear) or Andrews' start from the bags first (default for rbf / poly)"},
 		{Name: "bias", Type: models.ParamBool, Default: "true", Doc: "append a regularised bias"},
 		{Name: "scale", Type: models.ParamEnum, Values: scales, Default: string(ovr.ScaleZScore),
-			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1])"},
+			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]; maxabs: feature / max |feature|); sparse data: unit by default, and only unit, maxabs or none"},
 		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelAuto, KernelLinear, KernelRBF, KernelPoly}, Default: KernelAuto,
 			Doc: "instance SVM: linear (primal SGD), rbf / poly (dual SMO on the kernel matrix); auto: rbf up to gram_limit training instances, else linear"},
 		{Name: "gamma", Type: models.ParamFloat, Default: "0", Doc: "rbf width exp(-gamma·|x-z|²) or poly scale; 0: 1/(d·variance of the scaled instances)"},
@@ -283,13 +292,23 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 	if err != nil {
 		return nil, err
 	}
-	data, err := ovr.Prepare(train, cfg.Scale)
+	sparse := train.IsSparse()
+	var data *ovr.Data
+	if sparse {
+		cfg = sparseConfig(cfg, opt.Params)
+		data, err = ovr.PrepareSparse(train, cfg.Scale)
+	} else {
+		data, err = ovr.Prepare(train, cfg.Scale)
+	}
 	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.resolve(len(data.Rows))
+	cfg = cfg.resolve(len(data.Rows) + len(data.Sparse))
 	if cfg.Select == "cv" {
 		rule := GammaScale(data.Rows)
+		if sparse {
+			rule = GammaScaleSparse(data.Sparse, train.Dim)
+		}
 		c, err := selectParams(ctx, train, data.BagIndex, opt, instance, cfg, rule)
 		if err != nil {
 			return nil, err
@@ -303,15 +322,28 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 			x[i] = append(slices.Clip(r), 1)
 		}
 	}
+	xs := withBias(data.Sparse, train.Dim, cfg.Bias)
 	r2 := 0.0
 	for _, row := range x {
 		r2 += dot(row, row)
 	}
-	r2 /= float64(len(x))
-	s := &solver{cfg: cfg, x: x, tau0: math.Max(1, cfg.C*r2), instance: instance}
+	for _, row := range xs {
+		r2 += row.SqNorm()
+	}
+	r2 /= float64(len(x) + len(xs))
+	width := train.Dim
+	if cfg.Bias {
+		width++
+	}
+	s := &solver{cfg: cfg, x: x, xs: xs, width: width, tau0: math.Max(1, cfg.C*r2), instance: instance}
 	var ker *kernelData
 	if cfg.Kernel != KernelLinear {
-		if ker, err = newKernelData(cfg, data.Rows); err != nil {
+		if sparse {
+			ker, err = newKernelDataSparse(cfg, data.Sparse, train.Dim)
+		} else {
+			ker, err = newKernelData(cfg, data.Rows)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -342,9 +374,12 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 		objs := make([]float64, cfg.Restarts)
 		err := ovr.Parallel(ctx, opt.Workers, cfg.Restarts, func(ctx context.Context, r int) error {
 			rng := rand.New(rand.NewPCG(ovr.Seed(opt.Seed, c), uint64(r)))
-			if ker != nil {
+			switch {
+			case ker != nil:
 				ls[r] = &kernelLearner{k: ker}
-			} else {
+			case sparse:
+				ls[r] = &sparseLinearLearner{s: s, rng: rng}
+			default:
 				ls[r] = &linearLearner{s: s, rng: rng}
 			}
 			obj, err := s.fit(ctx, data.Bags, pos, rng, ls[r], cfg.Init == "bag" && r == 0)
@@ -363,7 +398,13 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 		if ker != nil {
 			st.Scorers[c] = ls[best].(*kernelLearner).scorer()
 		} else {
-			w := ls[best].(*linearLearner).w
+			var w []float64
+			switch l := ls[best].(type) {
+			case *linearLearner:
+				w = l.w
+			case *sparseLinearLearner:
+				w = l.w
+			}
 			sc := ovr.Scorer{W: slices.Clone(w[:d])}
 			if cfg.Bias {
 				sc.B = w[d]
@@ -379,8 +420,12 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 }
 
 type solver struct {
-	cfg      Config
-	x        [][]float64
+	cfg Config
+	x   [][]float64
+	// xs holds the rows instead of x for sparse data; width is the
+	// rows' dimension (bias included).
+	xs       []mil.SparseVec
+	width    int
 	tau0     float64
 	instance bool
 }
@@ -516,6 +561,9 @@ func (l *linearLearner) train(ctx context.Context, ex []example) (func(int) floa
 // nearestMean returns the instance of bag b closest to the bag mean, the
 // discrete stand-in for Andrews' mean initialisation of MI-SVM.
 func (s *solver) nearestMean(b []int) int {
+	if s.xs != nil {
+		return s.nearestMeanSparse(b)
+	}
 	mean := make([]float64, len(s.x[0]))
 	for _, g := range b {
 		for j, v := range s.x[g] {

@@ -81,6 +81,13 @@ func selectParams(ctx context.Context, train *mil.Dataset, labeled []int, opt mo
 			p = models.Params{}
 		}
 		p["select"], p["kernel"] = "none", cfg.Kernel
+		// One restart per candidate unless restarts was given, as
+		// SyMIL's λ CV does: the CV only ranks C values, and the
+		// final fit makes the restarts (a third of the CPU of the
+		// linear kernel's selection; the kernels restart once anyway).
+		if _, ok := opt.Params["restarts"]; !ok {
+			p["restarts"] = "1"
+		}
 		p["C"] = strconv.FormatFloat(c.C, 'g', -1, 64)
 		if c.Gamma > 0 {
 			p["gamma"] = strconv.FormatFloat(c.Gamma, 'g', -1, 64)
@@ -100,7 +107,7 @@ func selectParams(ctx context.Context, train *mil.Dataset, labeled []int, opt mo
 		var right, total float64
 		for _, b := range testIdx {
 			bag := &train.Bags[b]
-			ann, err := m.Annotate(ctx, &mil.Bag{Instances: bag.Instances}, models.Inductive)
+			ann, err := m.Annotate(ctx, &mil.Bag{Instances: bag.Instances, Sparse: bag.Sparse}, models.Inductive)
 			if err != nil {
 				return fmt.Errorf("misvm select: %w", err)
 			}

@@ -56,6 +56,13 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	if err != nil {
 		return nil, nil, err
 	}
+	sparse := train.IsSparse() && cfg.Kernel != KernelRBF
+	if train.IsSparse() && !sparse {
+		train = train.Densified() // the RBF features are dense anyway
+	}
+	if _, given := opt.Params["scale"]; sparse && !given {
+		cfg.Scale = string(ovr.ScaleUnit) // the z-score would fill every zero
+	}
 	dim := train.Dim
 	if len(train.Classes) == 0 || dim <= 0 {
 		return nil, nil, fmt.Errorf("orlr: dataset has %d classes and dimension %d", len(train.Classes), dim)
@@ -72,9 +79,15 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 
 	// Instances in bag order: the design matrix rows.
 	var xs [][]float64
+	var sxs []mil.SparseVec // instead of xs for sparse data
 	var tb []trainBag
 	for _, b := range bags {
 		labels, optional := allowedClasses(b.Labels, unk)
+		if sparse {
+			tb = append(tb, trainBag{start: len(sxs), n: b.Len(), labels: labels, opt: optional})
+			sxs = appendSparse(sxs, b)
+			continue
+		}
 		tb = append(tb, trainBag{start: len(xs), n: len(b.Instances), labels: labels, opt: optional})
 		xs = append(xs, b.Instances...)
 	}
@@ -100,8 +113,20 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	// their meaning.
 	if warm != nil {
 		m.scaler = warm.scaler
+	} else if sparse {
+		if m.scaler, err = fitScalerSparse(cfg.Scale, sxs, dim); err != nil {
+			return nil, nil, err
+		}
 	} else if m.scaler, err = fitScaler(cfg.Scale, xs, dim); err != nil {
 		return nil, nil, err
+	}
+	if sparse && m.scaler != nil {
+		if !m.scaler.KeepsSparsity() {
+			return nil, nil, fmt.Errorf("orlr: %w: the warm model's scale=%s would densify sparse data", models.ErrBadInput, m.scaler.Mode)
+		}
+		for i, x := range sxs {
+			sxs[i] = m.scaler.ApplySparse(x)
+		}
 	}
 	if m.scaler != nil {
 		scaled := make([][]float64, len(xs))
@@ -127,7 +152,12 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	if m.kern != nil {
 		fdim = len(m.kern.Dict)
 	}
-	prob, err := softmax.NewProblem(nc, fdim, features, nil, cfg.L2, opt.Workers)
+	var prob *softmax.Problem
+	if sparse {
+		prob, err = softmax.NewSparseProblem(nc, fdim, sxs, nil, cfg.L2, opt.Workers)
+	} else {
+		prob, err = softmax.NewProblem(nc, fdim, features, nil, cfg.L2, opt.Workers)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("orlr: %w", err)
 	}
@@ -265,7 +295,7 @@ func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
 			empty++
 			continue
 		}
-		if len(b.Labels) > len(b.Instances) {
+		if len(b.Labels) > b.Len() {
 			// n instances carry at most n classes: the bag has probability
 			// zero under the model and nothing can be learned from it.
 			impossible++
@@ -286,7 +316,7 @@ func selectBags(train *mil.Dataset, cfg Config) ([]*mil.Bag, error) {
 		cost := func(b *mil.Bag) float64 {
 			labels, _ := allowedClasses(b.Labels, unk)
 			k := float64(len(labels))
-			return float64(len(b.Instances)) * k * math.Exp2(k)
+			return float64(b.Len()) * k * math.Exp2(k)
 		}
 		order := make([]int, len(bags))
 		for i := range order {
@@ -379,7 +409,11 @@ func (e *emState) eStep(ctx context.Context, active []int) (float64, error) {
 					if cached != nil {
 						view[i] = cached[row*nc : (row+1)*nc]
 					} else {
-						e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+						if e.prob.SX != nil {
+							e.lr.LogitsSparse(e.prob.SX[row], logits[i])
+						} else {
+							e.lr.Logits(e.prob.X[row*d1:row*d1+d1-1], logits[i])
+						}
 						view[i] = logits[i]
 					}
 					if cap(post[i]) < k {
@@ -454,7 +488,11 @@ func (e *emState) mProblem(active []int) *softmax.Problem {
 	sub := &softmax.Problem{Classes: nc, Dim: e.lr.Dim, L2: e.prob.L2, Workers: e.prob.Workers}
 	for _, a := range active {
 		b := e.bags[a]
-		sub.X = append(sub.X, e.prob.X[b.start*d1:(b.start+b.n)*d1]...)
+		if e.prob.SX != nil {
+			sub.SX = append(sub.SX, e.prob.SX[b.start:b.start+b.n]...)
+		} else {
+			sub.X = append(sub.X, e.prob.X[b.start*d1:(b.start+b.n)*d1]...)
+		}
 		sub.T = append(sub.T, e.prob.T[b.start*nc:(b.start+b.n)*nc]...)
 		sub.N += b.n
 	}

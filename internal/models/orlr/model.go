@@ -38,6 +38,7 @@ func Kind() models.Kind {
 		Params:               ParamSpecs(),
 		EmptyLabelSets:       EmptyLabelSets,
 		EmptyLabelSetsOption: "unknown=true",
+		Sparse:               true,
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return Fit(ctx, d, o)
 		},
@@ -181,8 +182,8 @@ func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (mod
 	if err := b.Validate(m.meta.Dim, len(m.meta.Classes)); err != nil {
 		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
 	}
-	mapped := make([][]float64, len(b.Instances))
-	for i, x := range b.Instances {
+	mapped := make([][]float64, b.Len())
+	for i, x := range b.DenseInstances(m.meta.Dim) { // a sparse bag: one bag densified at a time
 		f, err := m.MapInstance(x)
 		if err != nil {
 			return models.Annotation{}, fmt.Errorf("bag %q instance %d: %w", b.ID, i, err)
@@ -198,8 +199,8 @@ func (m *Model) AnnotateMapped(ctx context.Context, b *mil.Bag, mapped [][]float
 	if err := b.Validate(0, len(m.meta.Classes)); err != nil {
 		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
 	}
-	if len(mapped) != len(b.Instances) {
-		return models.Annotation{}, fmt.Errorf("%w: %d mapped instances for %d instances", models.ErrBadInput, len(mapped), len(b.Instances))
+	if len(mapped) != b.Len() {
+		return models.Annotation{}, fmt.Errorf("%w: %d mapped instances for %d instances", models.ErrBadInput, len(mapped), b.Len())
 	}
 	for i, f := range mapped {
 		if len(f) != m.lr.Dim {

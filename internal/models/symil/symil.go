@@ -26,6 +26,7 @@ func Kind() models.Kind {
 		Description:   "SyMIL min-max latent SVM (Durand et al. 2018), one-vs-rest over the label set",
 		InstanceLevel: true,
 		Params:        ParamSpecs(),
+		Sparse:        true,
 		Fit: func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
 			return Fit(ctx, train, opt)
 		},
@@ -204,6 +205,7 @@ type trainer struct {
 	rows [][]float64 // standardised instances (no bias column)
 	lin  *linearSolver
 	ker  *kernelSolver
+	slin *sparseSolver // instead of lin for sparse data (sparse.go)
 }
 
 func newTrainer(cfg Config, rows [][]float64) (*trainer, error) {
@@ -268,7 +270,13 @@ func (t *trainer) fitBinary(ctx context.Context, p *problem, init *latent, seed 
 			ht = *init
 		}
 		var sol solution
-		if t.ker == nil {
+		if t.slin != nil {
+			w, obj, err := t.slin.fit(ctx, p, ht, t.cfg.CCCPIters, t.cfg.CCCPEps, rng)
+			if err != nil {
+				return solution{}, err
+			}
+			sol = solution{w: w, p: p, obj: obj}
+		} else if t.ker == nil {
 			w, obj, err := t.lin.fit(ctx, p, ht, t.cfg.CCCPIters, t.cfg.CCCPEps, rng)
 			if err != nil {
 				return solution{}, err
@@ -290,6 +298,9 @@ func (t *trainer) fitBinary(ctx context.Context, p *problem, init *latent, seed 
 
 // scoreRow returns the solution's score of global row g.
 func (t *trainer) scoreRow(sol solution, g int) float64 {
+	if t.slin != nil {
+		return t.slin.x[g].Dot(sol.w)
+	}
 	if t.ker == nil {
 		return dot(sol.w, t.lin.x[g])
 	}
@@ -305,6 +316,9 @@ func (t *trainer) scoreRow(sol solution, g int) float64 {
 
 // scorer converts a solution into the serialisable instance scorer.
 func (t *trainer) scorer(sol solution) ovr.Scorer {
+	if t.slin != nil {
+		return t.slin.scorer(sol, t.cfg.Bias)
+	}
 	if t.lin != nil {
 		d := len(t.rows[0])
 		if sol.w == nil { // linear kernel trained in the dual: w = Σ β_l x_l
@@ -439,6 +453,9 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*ovr.M
 	if err != nil {
 		return nil, err
 	}
+	if !sparseCapable(cfg) {
+		train = train.Densified() // the Gram-matrix solvers need dense rows
+	}
 	data, tr, chosen, err := prepare(ctx, train, cfg, opt)
 	if err != nil {
 		return nil, err
@@ -536,6 +553,9 @@ var autoScales = []ovr.Scaling{ovr.ScaleUnit, ovr.ScaleZScore}
 // the λ chosen under it are returned per class (nil when the transform was
 // given) so the CV is not run twice.
 func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.FitOptions) (*ovr.Data, *trainer, []float64, error) {
+	if train.IsSparse() {
+		return prepareSparse(train, cfg)
+	}
 	if cfg.Scale != "" {
 		data, err := ovr.Prepare(train, cfg.Scale)
 		if err != nil {
@@ -631,6 +651,9 @@ func chooseScale(hits [][]int8) int {
 
 // constScorer scores every instance v (no training signal for the class).
 func constScorer(t *trainer, v float64) ovr.Scorer {
+	if t.slin != nil {
+		return ovr.Scorer{W: make([]float64, t.slin.dim), B: v}
+	}
 	if t.lin != nil {
 		return ovr.Scorer{W: make([]float64, len(t.rows[0])), B: v}
 	}
@@ -646,7 +669,7 @@ func warmScores(warm models.Model, train *mil.Dataset, data *ovr.Data) [][]float
 	if !ok || m.Meta().Kind != Name || m.Meta().Dim != train.Dim || !slices.Equal(m.Meta().Classes, train.Classes) {
 		return nil
 	}
-	out := make([][]float64, len(data.Rows))
+	out := make([][]float64, len(data.Rows)+len(data.Sparse))
 	for bi, di := range data.BagIndex {
 		sc := m.InstanceScores(&train.Bags[di])
 		for j, g := range data.Bags[bi] {

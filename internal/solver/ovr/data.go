@@ -18,6 +18,9 @@ type Data struct {
 	Scaler Scaler
 	// Rows holds the transformed instances of all labeled bags.
 	Rows [][]float64
+	// Sparse holds them instead of Rows when the data were prepared by
+	// PrepareSparse.
+	Sparse []mil.SparseVec
 	// Bags[i] lists the rows of labeled bag i, in order.
 	Bags [][]int
 	// Labels[i] is the label set of labeled bag i.

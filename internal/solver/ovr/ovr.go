@@ -68,10 +68,14 @@ const (
 	// ScaleMinMax maps each feature to [0, 1] over the training instances
 	// (unseen instances may fall outside).
 	ScaleMinMax Scaling = "minmax"
+	// ScaleMaxAbs divides each feature by its largest absolute value over
+	// the training instances: features in [−1, 1] without centring, so
+	// that a zero stays zero and sparse instances stay sparse.
+	ScaleMaxAbs Scaling = "maxabs"
 )
 
 // Scalings lists the valid values, the default first.
-var Scalings = []Scaling{ScaleZScore, ScaleNone, ScaleUnit, ScaleZUnit, ScaleMinMax}
+var Scalings = []Scaling{ScaleZScore, ScaleNone, ScaleUnit, ScaleZUnit, ScaleMinMax, ScaleMaxAbs}
 
 // ParseScaling returns the Scaling named s; "" is the default z-score.
 func ParseScaling(s string) (Scaling, error) {
@@ -83,7 +87,7 @@ func ParseScaling(s string) (Scaling, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("scale %q (want zscore, none, unit, zunit or minmax)", s)
+	return "", fmt.Errorf("scale %q (want zscore, none, unit, zunit, minmax or maxabs)", s)
 }
 
 // unitNorm reports whether the transform ends by normalising the instance.
@@ -123,6 +127,14 @@ func FitScaler(mode Scaling, rows [][]float64, dim int) (Scaler, error) {
 	switch mode {
 	case ScaleZScore, ScaleZUnit:
 		fitZScore(&s, rows)
+	case ScaleMaxAbs:
+		clear(s.Scale)
+		for _, x := range rows {
+			for j, v := range x {
+				s.Scale[j] = math.Max(s.Scale[j], math.Abs(v))
+			}
+		}
+		fixMaxAbs(&s)
 	case ScaleMinMax:
 		lo, hi := slices.Clone(rows[0]), slices.Clone(rows[0])
 		for _, x := range rows[1:] {
@@ -202,6 +214,10 @@ type Scorer struct {
 	Degree int         `json:"degree,omitempty"`
 	Coef0  float64     `json:"coef0,omitempty"`
 	B      float64     `json:"b"`
+
+	// SparseSV replaces SV in a kernel scorer trained on sparse
+	// instances: a text model's support vectors in their compressed form.
+	SparseSV []mil.SparseVec `json:"sparse_sv,omitempty"`
 }
 
 // KernelPoly names the polynomial kernel of a Scorer.
@@ -215,6 +231,9 @@ func (s *Scorer) Score(z []float64) float64 {
 			v += w * z[j]
 		}
 		return v
+	}
+	if s.SparseSV != nil {
+		return s.scoreSparseSV(z)
 	}
 	v := s.B
 	if s.Kernel == KernelPoly {
@@ -245,7 +264,11 @@ func (s *Scorer) validate(dim int) error {
 		}
 		return nil
 	}
-	if len(s.SV) != len(s.Beta) {
+	if s.SparseSV != nil {
+		if err := s.validateSparseSV(dim); err != nil {
+			return err
+		}
+	} else if len(s.SV) != len(s.Beta) {
 		return fmt.Errorf("kernel scorer has %d support vectors and %d coefficients", len(s.SV), len(s.Beta))
 	}
 	for _, sv := range s.SV {
@@ -330,6 +353,9 @@ func (m *Model) MarshalState() ([]byte, error) { return json.Marshal(m.st) }
 // InstanceScores returns the per-class scores of each instance of b, which
 // must already be validated.
 func (m *Model) InstanceScores(b *mil.Bag) [][]float64 {
+	if b.IsSparse() {
+		return m.instanceScoresSparse(b)
+	}
 	z := make([]float64, m.meta.Dim)
 	out := make([][]float64, len(b.Instances))
 	for i, x := range b.Instances {

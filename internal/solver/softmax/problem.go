@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -34,6 +35,9 @@ type Problem struct {
 	N            int
 	// X is N × (Dim+1) row-major, the last column all ones.
 	X []float64
+	// SX holds the instances instead of X (nil) for a sparse problem
+	// (NewSparseProblem); the bias column is implicit.
+	SX []mil.SparseVec
 	// T is N × Classes row-major, the targets; callers may rewrite it
 	// between evaluations (the EM loop does, once per E-step).
 	T       []float64
@@ -195,6 +199,9 @@ func (p *Problem) penalty(w, grad []float64) float64 {
 // non-nil, its gradient (T − P)ᵀ X. The chunk's logits are computed into
 // p.logits unless cached (then they are already there, for these weights).
 func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64, cached bool) float64 {
+	if p.SX != nil {
+		return p.chunkSparse(j, wm.RawMatrix().Data, g, scratch, cached)
+	}
 	lo := j * chunkRows
 	hi := min(p.N, lo+chunkRows)
 	rows := hi - lo

@@ -317,6 +317,8 @@ func (s *Service) ingestDataset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The wire carries dense instances.
+	ds = ds.Densified()
 	bags := ds.Bags
 	if s.cfg.Limit > 0 && s.cfg.Limit < len(bags) {
 		bags = bags[:s.cfg.Limit]
