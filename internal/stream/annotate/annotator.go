@@ -69,6 +69,10 @@ type AnnotatorConfig struct {
 	CommitInterval time.Duration
 	// Compression compresses the outputs' record batches (zero: none).
 	Compression kafka.Compression
+	// Format encodes the annotations (zero: JSON). Bags are decoded in the
+	// format each one's content-type header names, whatever this says;
+	// dead letters are JSON.
+	Format wire.Format
 	// PollInterval is the period of the registry check that backs up the
 	// pub/sub notification (which is at most once).
 	PollInterval time.Duration
@@ -555,6 +559,7 @@ func (a *Annotator) writeOutputs(ctx context.Context, w *kafkaio.Producer, batch
 			o.dead, o.reason = true, reason
 			o.msg.Topic = a.cfg.Topics.DeadLetter
 			o.msg.Value = a.deadLetter(in, reason, fmt.Errorf("output refused by the broker: %w", rf.Err))
+			o.msg.Headers = kafkaio.WithContentType(o.msg.Headers, wire.FormatJSON)
 			o.span.SetStatus(codes.Error, string(reason))
 			idx = append(idx, i)
 		}
@@ -614,12 +619,12 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			AnnotatedAt: time.Now().UTC(), Annotator: a.cfg.Name,
 		}
 		maxOut := int(a.maxOut.Load())
-		value, err = out.MarshalJSON()
+		value, err = out.MarshalAs(a.cfg.Format)
 		if err == nil && len(value) > maxOut && out.InstanceScores != nil {
 			// The per-instance scores of a very large bag would make an
 			// annotation the broker refuses; the labels still fit.
 			out.InstanceScores = nil
-			value, err = out.MarshalJSON()
+			value, err = out.MarshalAs(a.cfg.Format)
 			span.AddEvent("instance scores dropped: annotation too large")
 		}
 		switch {
@@ -636,14 +641,18 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 		trace.WithAttributes(semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
 			semconv.MessagingDestinationName(topic)))
 	o.produce = produce
-	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: kafkaio.Headers(pctx, p)}
+	format := wire.FormatJSON
+	if !o.dead {
+		format = a.cfg.Format
+	}
+	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: kafkaio.HeadersAs(pctx, p, format)}
 	return o
 }
 
 // annotate decodes, checks and annotates one bag.
 func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Message) (models.Annotation, models.Mode, *wire.BagMessage, error) {
 	_, dspan := a.tracer.Start(ctx, "decode")
-	bm, err := a.validator.DecodeBag(in.Value)
+	bm, err := a.validator.DecodeBagAs(kafkaio.ContentType(in.Headers), in.Value)
 	if err == nil {
 		err = admission.Target{Model: "model " + sm.meta.Version, Dim: sm.meta.Dim, Classes: sm.meta.Classes,
 			Implicit: sm.meta.ImplicitClasses}.Check(bm)

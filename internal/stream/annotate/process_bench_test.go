@@ -34,9 +34,13 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	sm.mapper = nil // measure the model, not the cache
 	msgs := make([]kafka.Message, len(ds.Bags))
+	bins := make([]kafka.Message, len(ds.Bags)) // the same, in the binary encoding
 	for i := range ds.Bags {
-		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, false))
+		bm := wire.NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, false)
+		raw, _ := json.Marshal(bm)
 		msgs[i] = kafka.Message{Topic: "bags", Key: []byte(ds.Bags[i].ID), Value: raw}
+		bins[i] = kafka.Message{Topic: "bags", Key: []byte(ds.Bags[i].ID), Value: bm.AppendProto(nil),
+			Headers: []kafka.Header{{Key: wire.HeaderContentType, Value: []byte(wire.ContentTypeProtobuf)}}}
 	}
 	a, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: wire.DefaultTopics(), Kinds: kinds, Store: nil2store{}})
 	if err != nil {
@@ -45,6 +49,23 @@ func BenchmarkProcess(b *testing.B) {
 	b.Run("process", func(b *testing.B) {
 		for i := range b.N {
 			o := a.process(context.Background(), sm, msgs[i%len(msgs)])
+			o.produce.End()
+			o.span.End()
+		}
+	})
+	// The same with bags and annotations in the binary encoding
+	// (--wire-format protobuf).
+	ab, err := NewAnnotator(AnnotatorConfig{Brokers: []string{"unused:0"}, Topics: wire.DefaultTopics(), Kinds: kinds, Store: nil2store{},
+		Format: wire.FormatProtobuf})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("process-protobuf", func(b *testing.B) {
+		for i := range b.N {
+			o := ab.process(context.Background(), sm, bins[i%len(bins)])
+			if o.dead {
+				b.Fatal(o.reason)
+			}
 			o.produce.End()
 			o.span.End()
 		}

@@ -12,13 +12,42 @@ import (
 	"github.com/mimlstream/mimlstream/schemas"
 )
 
-// Headers returns the headers of an outgoing message: the trace context of
-// ctx, the schema version and the content type.
+// Headers returns the headers of an outgoing JSON message: the trace
+// context of ctx, the schema version and the content type.
 func Headers(ctx context.Context, p propagation.TextMapPropagator) []kafka.Header {
+	return HeadersAs(ctx, p, wire.FormatJSON)
+}
+
+// HeadersAs returns the headers of an outgoing message in format f: its
+// content type tells the reader how to decode it.
+func HeadersAs(ctx context.Context, p propagation.TextMapPropagator, f wire.Format) []kafka.Header {
 	h := []kafka.Header{
 		{Key: wire.HeaderSchemaVersion, Value: []byte(strconv.Itoa(schemas.Version))},
-		{Key: wire.HeaderContentType, Value: []byte("application/json")},
+		{Key: wire.HeaderContentType, Value: []byte(f.ContentType())},
 	}
 	telemetry.Inject(ctx, p, &h)
 	return h
+}
+
+// ContentType returns the value of the content-type header of a message,
+// "" when it has none.
+func ContentType(h []kafka.Header) string {
+	for _, x := range h {
+		if x.Key == wire.HeaderContentType {
+			return string(x.Value)
+		}
+	}
+	return ""
+}
+
+// WithContentType returns a copy of h whose content type is f's: an output
+// replaced by a dead letter (JSON) keeps its trace context.
+func WithContentType(h []kafka.Header, f wire.Format) []kafka.Header {
+	out := make([]kafka.Header, 0, len(h))
+	for _, x := range h {
+		if x.Key != wire.HeaderContentType {
+			out = append(out, x)
+		}
+	}
+	return append(out, kafka.Header{Key: wire.HeaderContentType, Value: []byte(f.ContentType())})
 }
