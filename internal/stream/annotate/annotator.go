@@ -559,7 +559,7 @@ func (a *Annotator) writeOutputs(ctx context.Context, w *kafkaio.Producer, batch
 			o.dead, o.reason = true, reason
 			o.msg.Topic = a.cfg.Topics.DeadLetter
 			o.msg.Value = a.deadLetter(in, reason, fmt.Errorf("output refused by the broker: %w", rf.Err))
-			o.msg.Headers = kafkaio.WithContentType(o.msg.Headers, wire.FormatJSON)
+			o.msg.Headers = kafkaio.WithOriginal(kafkaio.WithContentType(o.msg.Headers, wire.FormatJSON), kafkaio.ContentType(in.Headers))
 			o.span.SetStatus(codes.Error, string(reason))
 			idx = append(idx, i)
 		}
@@ -645,7 +645,11 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 	if !o.dead {
 		format = a.cfg.Format
 	}
-	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: kafkaio.HeadersAs(pctx, p, format)}
+	h := kafkaio.HeadersAs(pctx, p, format)
+	if o.dead {
+		h = kafkaio.WithOriginal(h, kafkaio.ContentType(in.Headers))
+	}
+	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: h}
 	return o
 }
 

@@ -51,3 +51,14 @@ func WithContentType(h []kafka.Header, f wire.Format) []kafka.Header {
 	}
 	return append(out, kafka.Header{Key: wire.HeaderContentType, Value: []byte(f.ContentType())})
 }
+
+// WithOriginal returns h with the original-content-type header of a dead
+// letter whose original has content type ct, when that is not JSON (the
+// original is then binary; without the header, a reader takes it for
+// JSON).
+func WithOriginal(h []kafka.Header, ct string) []kafka.Header {
+	if wire.FormatOf(ct) == wire.FormatJSON {
+		return h
+	}
+	return append(h, kafka.Header{Key: wire.HeaderOriginalContentType, Value: []byte(ct)})
+}

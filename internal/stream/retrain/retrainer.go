@@ -279,7 +279,8 @@ func (r *Retrainer) Results() []RefitResult {
 // dead-lettered with its reason, unless an earlier run already did
 // (suppress), and never enters the window.
 func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
-	bm, err := r.validator.DecodeBag(m.Value)
+	// In the format the producer names (ingest --wire-format).
+	bm, err := r.validator.DecodeBagAs(kafkaio.ContentType(m.Headers), m.Value)
 	if err == nil && bm.Labels == nil {
 		err = wire.Reject(wire.ReasonLabels, fmt.Errorf("training bag %q has no labels", bm.ID))
 	}

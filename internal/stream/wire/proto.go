@@ -42,6 +42,11 @@ const (
 	ContentTypeProtobuf = "application/x-protobuf"
 )
 
+// HeaderOriginalContentType, on a dead letter (always JSON) whose original
+// is not JSON, names the original's content type: its base64 "original"
+// is then the binary encoding.
+const HeaderOriginalContentType = "original-content-type"
+
 // Format is a wire encoding of bags and annotations.
 type Format string
 
