@@ -35,23 +35,38 @@ import (
 // the annotation's arrival at a paced half and a tenth of the measured
 // throughput. Each sub-benchmark is one output compression (the publisher,
 // the annotator and the raw produce alike); MIMLSTREAM_BENCH_CODECS picks
-// them (default "none,lz4"). Each iteration streams all 591 bags (new
-// ids). Run it with `make bench`.
+// them (default "none,lz4"). Within each, one sub-benchmark per wire
+// format of the bags and annotations (the publisher, the annotator and the
+// raw produce alike): wire=json (the default format) and wire=protobuf
+// (--wire-format protobuf); MIMLSTREAM_BENCH_WIRES picks them (default
+// "json,protobuf"). Each iteration streams all 591 bags (new ids). Run it
+// with `make bench`.
 func BenchmarkPipeline(b *testing.B) {
-	codecs := "none,lz4"
+	codecs, wires := "none,lz4", "json,protobuf"
 	if v := os.Getenv("MIMLSTREAM_BENCH_CODECS"); v != "" {
 		codecs = v
+	}
+	if v := os.Getenv("MIMLSTREAM_BENCH_WIRES"); v != "" {
+		wires = v
 	}
 	for name := range strings.SplitSeq(codecs, ",") {
 		codec, err := kafkaio.ParseCompression(name)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run("codec="+name, func(b *testing.B) { benchPipeline(b, codec) })
+		b.Run("codec="+name, func(b *testing.B) {
+			for w := range strings.SplitSeq(wires, ",") {
+				format, err := wire.ParseFormat(w)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run("wire="+w, func(b *testing.B) { benchPipeline(b, codec, format) })
+			}
+		})
 	}
 }
 
-func benchPipeline(b *testing.B, codec kafka.Compression) {
+func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	ds, blob := mscv2ModelB(b)
 	kinds := kinds()
 	m, err := kinds.Decode(blob)
@@ -81,7 +96,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression) {
 	}
 
 	// The client's ceiling: the same messages, raw.
-	rawRate := rawProduce(b, brokers, rawTopic, ds, codec)
+	rawRate := rawProduce(b, brokers, rawTopic, ds, codec, format)
 
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	reg := featurestore.NewRegistry(rdb, prefix+":models")
@@ -97,7 +112,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression) {
 	defer cancel()
 	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: "bench", Topics: topics, Name: "bench",
 		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
-		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec})
+		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,12 +126,19 @@ func benchPipeline(b *testing.B, codec kafka.Compression) {
 	go func() {
 		_ = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
 			now := time.Now()
-			// What the consumer needs of an annotation, not all of it.
+			// What the consumer needs of an annotation, not all of it (in
+			// JSON; the binary encoding is read whole, which costs less).
 			var ann struct {
 				BagID      string     `json:"bag_id"`
 				IngestedAt *time.Time `json:"ingested_at"`
 			}
-			if err := json.Unmarshal(m.Value, &ann); err != nil {
+			if ct := kafkaio.ContentType(m.Headers); wire.FormatOf(ct) == wire.FormatProtobuf {
+				a, err := wire.DecodeAnnotation(ct, m.Value)
+				if err != nil {
+					return err
+				}
+				ann.BagID, ann.IngestedAt = a.BagID, a.IngestedAt
+			} else if err := json.Unmarshal(m.Value, &ann); err != nil {
 				return err
 			}
 			var lat time.Duration
@@ -127,7 +149,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression) {
 			return nil
 		})
 	}()
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1, Compression: codec})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1, Compression: codec, Format: format})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,15 +194,16 @@ func benchPipeline(b *testing.B, codec kafka.Compression) {
 }
 
 // rawProduce returns the rate at which a bare kafka-go writer produces the
-// bag messages of ds (as ingest encodes them, with their keys) to topic:
+// bag messages of ds (as ingest encodes them in format, with their keys) to topic:
 // acks from all in-sync replicas, 500-message batches, 8 writes in flight.
 // It is the ceiling of any pipeline through this client and broker.
-func rawProduce(b *testing.B, brokers []string, topic string, ds *mil.Dataset, codec kafka.Compression) float64 {
+func rawProduce(b *testing.B, brokers []string, topic string, ds *mil.Dataset, codec kafka.Compression, format wire.Format) float64 {
 	b.Helper()
 	msgs := make([]kafka.Message, len(ds.Bags))
 	for i := range ds.Bags {
 		bag := ds.Bags[i]
-		raw, err := json.Marshal(wire.NewBagMessage(&bag, ds.Name, ds.Dim, ds.Classes, false))
+		bm := wire.NewBagMessage(&bag, ds.Name, ds.Dim, ds.Classes, false)
+		raw, err := bm.Marshal(format)
 		if err != nil {
 			b.Fatal(err)
 		}
