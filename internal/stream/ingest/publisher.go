@@ -323,17 +323,23 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, 
 	}
 	for i, raw := range raws {
 		// Messaging semantic conventions: span name "{operation} {destination}".
-		sctx, span := p.tracer.Start(ctx, "send "+p.cfg.Topics.Annotate, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-			semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
-			semconv.MessagingDestinationName(p.cfg.Topics.Annotate)))
+		sctx, span := p.tracer.Start(ctx, "send "+p.cfg.Topics.Annotate, trace.WithSpanKind(trace.SpanKindProducer))
+		if span.IsRecording() {
+			// Built only for a span that keeps them (no sampler of the
+			// services reads start attributes).
+			span.SetAttributes(semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+				semconv.MessagingDestinationName(p.cfg.Topics.Annotate))
+		}
 		bm, err := check(i)
 		if err != nil {
 			reason, _ := wire.ReasonOf(err)
 			reject(i, "", reason, err, span)
 			continue
 		}
-		span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
-			attribute.Int("bag.instances", len(bm.Instances)))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
+				attribute.Int("bag.instances", len(bm.Instances)))
+		}
 		h := kafkaio.HeadersAs(sctx, p.cfg.Obs.Propagator, p.cfg.Format)
 		if transcode {
 			raw = bm.AppendProto(nil)
