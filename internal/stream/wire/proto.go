@@ -318,7 +318,7 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 				unknown = fmt.Errorf("instance %d: a field the instance does not have", len(rowLens))
 			}
 			rowLens = append(rowLens, len(floats)-before)
-		case num == bagLabels || num == bagInstanceLabels:
+		case (num == bagLabels || num == bagInstanceLabels) && (typ == protowire.VarintType || typ == protowire.BytesType):
 			zigzag := num == bagInstanceLabels
 			dst := &m.Labels
 			if zigzag {
@@ -433,8 +433,8 @@ func parseInstance(b []byte, floats []float64) (_ []float64, extra bool, err err
 }
 
 // consumeInts reads one occurrence of a repeated integer field, packed or
-// not, appending to dst; it returns the bytes read or a protowire error
-// code (< 0).
+// not (typ VarintType or BytesType; the callers check), appending to dst;
+// it returns the bytes read or a protowire error code (< 0).
 func consumeInts(b []byte, typ protowire.Type, dst *[]int, zigzag bool) int {
 	conv := func(x uint64) int {
 		if zigzag {
@@ -467,7 +467,7 @@ func consumeInts(b []byte, typ protowire.Type, dst *[]int, zigzag bool) int {
 		}
 		return n
 	}
-	return -1 // protowire's errCodeTruncated is not exported; any < 0 is an error
+	return -1 // not reached: the callers pass the two wire types above
 }
 
 // MarshalAs encodes the annotation in format f.
@@ -585,9 +585,9 @@ func DecodeAnnotation(contentType string, raw []byte) (AnnotationMessage, error)
 			default:
 				a.Annotator = v
 			}
-		case num == annInstanceLabels:
+		case num == annInstanceLabels && (typ == protowire.VarintType || typ == protowire.BytesType):
 			n = consumeInts(b, typ, &a.InstanceLabels, true)
-		case num == annBagLabels:
+		case num == annBagLabels && (typ == protowire.VarintType || typ == protowire.BytesType):
 			n = consumeInts(b, typ, &a.BagLabels, false)
 		case num == annInstanceScores && typ == protowire.BytesType:
 			var s []byte

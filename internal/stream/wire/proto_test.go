@@ -183,6 +183,7 @@ func TestProtoBagFaultsOfTheEncoding(t *testing.T) {
 		{"id as a varint", protowire.AppendVarint(tag(base, 2, protowire.VarintType), 1), wire.ReasonMalformedJSON},
 		{"invalid UTF-8 class", str(base, 6, "c\xff"), wire.ReasonMalformedJSON},
 		{"partial double", instance(base, protowire.AppendBytes(tag(nil, 1, protowire.BytesType), []byte{1, 2, 3})), wire.ReasonMalformedJSON},
+		{"labels as fixed32", protowire.AppendFixed32(tag(base, 7, protowire.Fixed32Type), 1), wire.ReasonMalformedJSON},
 		{"features as a varint", instance(base, protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1)), wire.ReasonMalformedJSON},
 		{"unknown field", cat(base, unknown), wire.ReasonSchema},
 		{"unknown field in an instance", instance(base, cat(packed(1, 2), unknown)), wire.ReasonSchema},
