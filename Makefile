@@ -23,7 +23,8 @@ demo:
 # produce rate of the same messages on the same broker and the annotate
 # step alone (e2e/raw_produce, e2e/annotate); p50/p99 latency at half and
 # a tenth of the end-to-end rate; one sub-benchmark per output compression
-# (MIMLSTREAM_BENCH_CODECS=none,lz4,zstd to change).
+# (MIMLSTREAM_BENCH_CODECS=none,lz4,zstd to change) and, in each, per wire
+# format of bags and annotations (MIMLSTREAM_BENCH_WIRES=json,protobuf).
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 5x -timeout 20m ./internal/e2e/
 

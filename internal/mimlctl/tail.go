@@ -105,6 +105,18 @@ type message struct {
 // (partition@offset), then what it says.
 func FormatMessage(m kafka.Message) string {
 	where := fmt.Sprintf("p%d@%d", m.Partition, m.Offset)
+	if ct := contentType(m.Headers); wire.FormatOf(ct) == wire.FormatProtobuf {
+		// The binary encoding (--wire-format protobuf): a bag if it
+		// decodes strictly as one, else an annotation.
+		v, _ := wire.NewValidator(0)
+		if b, err := v.DecodeBagProto(m.Value); err == nil {
+			return formatBag(where, *b)
+		}
+		if a, err := wire.DecodeAnnotation(ct, m.Value); err == nil && a.BagID != "" {
+			return formatAnnotation(where, a)
+		}
+		return fmt.Sprintf("%s (%d bytes, %s)", where, len(m.Value), ct)
+	}
 	var probe message
 	if err := json.Unmarshal(m.Value, &probe); err != nil {
 		return fmt.Sprintf("%s %s (%d bytes, not JSON)", where, quote(m.Value, 60), len(m.Value))
@@ -187,4 +199,14 @@ func quote(b []byte, n int) string {
 		return fmt.Sprintf("%q...", b[:n])
 	}
 	return fmt.Sprintf("%q", b)
+}
+
+// contentType returns the content-type header of a message ("" if none).
+func contentType(h []kafka.Header) string {
+	for _, x := range h {
+		if x.Key == wire.HeaderContentType {
+			return string(x.Value)
+		}
+	}
+	return ""
 }

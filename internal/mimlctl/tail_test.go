@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
 func TestFormatMessage(t *testing.T) {
@@ -26,6 +29,32 @@ func TestFormatMessage(t *testing.T) {
 		got := FormatMessage(kafka.Message{Partition: 2, Offset: 7, Value: []byte(tc.value)})
 		if got != tc.want {
 			t.Errorf("FormatMessage(%s)\n got %s\nwant %s", tc.value, got, tc.want)
+		}
+	}
+}
+
+// TestFormatMessageProtobuf: a bag and an annotation in the binary
+// encoding (content-type application/x-protobuf) are shown as their JSON
+// forms are. Catches the tail printing binary messages as unreadable
+// bytes, or taking a bag for an annotation.
+func TestFormatMessageProtobuf(t *testing.T) {
+	bin := []kafka.Header{{Key: wire.HeaderContentType, Value: []byte(wire.ContentTypeProtobuf)}}
+	bag := wire.BagMessage{SchemaVersion: 1, ID: "b1", Source: "toy", Dim: 2, Instances: [][]float64{{1, 2}, {3, 4}}, Classes: []string{"a", "b"}, Labels: []int{1}}
+	ann, err := wire.AnnotationMessage{SchemaVersion: 1, BagID: "b1", Model: "orlr", ModelVersion: "v2", Mode: "transductive", Classes: []string{"a", "b"},
+		BagLabels: []int{0, 5}, BagScores: []float64{1, 0}, AnnotatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), LatencyMS: 0.5}.MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		value []byte
+		want  string
+	}{
+		{bag.AppendProto(nil), "p2@7 bag b1 dim 2, 2 instances, labels {b} from toy"},
+		{ann, "p2@7 2026-01-01T00:00:00Z b1 orlr@v2 transductive: bag {a, -} 0.50ms"},
+		{[]byte{0xff}, "p2@7 (1 bytes, application/x-protobuf)"},
+	} {
+		if got := FormatMessage(kafka.Message{Partition: 2, Offset: 7, Value: tc.value, Headers: bin}); got != tc.want {
+			t.Errorf("got %s\nwant %s", got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -91,5 +92,30 @@ func TestUnknownCompressionIsAUsageError(t *testing.T) {
 				t.Errorf("compression brotli: %v, want a usage error naming the flag", err)
 			}
 		})
+	}
+}
+
+// TestWireFormatFlag: --wire-format (or its environment variable) takes
+// json or protobuf; anything else is a usage error naming the flag before
+// anything connects. Catches a typo silently served as JSON.
+func TestWireFormatFlag(t *testing.T) {
+	kinds := models.NewRegistry(streamtest.CentroidKind())
+	var stderr bytes.Buffer
+	err := Command(context.Background(), service.Env{Stdout: &stderr, Stderr: &stderr}, kinds,
+		[]string{"--brokers", "127.0.0.1:1", "--redis", "127.0.0.1:1", "--wire-format", "protobuff"})
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "wire-format") {
+		t.Errorf("--wire-format protobuff: %v, want a usage error naming the flag", err)
+	}
+	t.Setenv("MIMLSTREAM_ANNOTATOR_WIRE_FORMAT", "xml")
+	err = Command(context.Background(), service.Env{Stdout: &stderr, Stderr: &stderr}, kinds,
+		[]string{"--brokers", "127.0.0.1:1", "--redis", "127.0.0.1:1"})
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "wire") {
+		t.Errorf("MIMLSTREAM_ANNOTATOR_WIRE_FORMAT=xml: %v, want a usage error naming it", err)
+	}
+	fs := flag.NewFlagSet("annotator", flag.ContinueOnError)
+	c := DefaultConfig()
+	c.register(fs)
+	if err := fs.Parse([]string{"--wire-format", "protobuf"}); err != nil || c.WireFormat != wire.FormatProtobuf {
+		t.Errorf("--wire-format protobuf: %q %v", c.WireFormat, err)
 	}
 }

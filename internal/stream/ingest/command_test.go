@@ -171,3 +171,32 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestWireFormatFlag: ingest --wire-format protobuf publishes a JSON lines
+// file as binary bags (decoding to the bags of the lines); an unknown
+// format is a usage error naming the flag before anything connects.
+// Catches the flag not reaching the publisher, and a typo silently
+// published as JSON.
+func TestWireFormatFlag(t *testing.T) {
+	var out bytes.Buffer
+	env := service.Env{Stdout: &out, Stderr: &out}
+	err := Command(context.Background(), env, []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "--wire-format", "proto"})
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "wire-format") {
+		t.Errorf("--wire-format proto: %v, want a usage error naming the flag", err)
+	}
+	brokers := startBroker(t)
+	jsonl := filepath.Join(t.TempDir(), "bags.jsonl")
+	if err := os.WriteFile(jsonl, []byte(fmt.Sprintf(goodBag, "wf-1")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Command(context.Background(), env, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", jsonl, "--wire-format", "protobuf"}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	raw := readTopic(t, brokers, wire.DefaultTopics().Annotate, 1)[0]
+	v, _ := wire.NewValidator(0)
+	got, err := v.DecodeBagProto(raw)
+	want, _ := v.DecodeBag([]byte(fmt.Sprintf(goodBag, "wf-1")))
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("published %+v %v, want %+v", got, err, want)
+	}
+}

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,6 +51,10 @@ type PublisherConfig struct {
 	StallAfter time.Duration
 	// Compression compresses the record batches (zero: none).
 	Compression kafka.Compression
+	// Format encodes the bags published (zero: JSON). Bags given as JSON
+	// (PublishRaw) are checked as JSON, then sent in Format; dead letters
+	// keep the original.
+	Format wire.Format
 	// InFlight bounds the batches of one stream (a file, standard input,
 	// an HTTP request) published concurrently; <= 0 means 4.
 	InFlight int
@@ -265,15 +268,16 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 	}
 	raws := make([][]byte, len(msgs))
 	for i := range msgs {
-		raw, err := json.Marshal(msgs[i])
+		raw, err := msgs[i].Marshal(p.cfg.Format)
 		if err != nil {
 			return nil, fmt.Errorf("encode bag %q: %w", msgs[i].ID, err)
 		}
 		raws[i] = raw
 	}
 	// Encoded once, checked in memory: the verdict and reason DecodeBag
-	// would give the encoding, without decoding it again.
-	return p.publish(ctx, raws, func(i int) (*wire.BagMessage, error) {
+	// (or DecodeBagProto) would give the encoding, without decoding it
+	// again.
+	return p.publish(ctx, raws, false, func(i int) (*wire.BagMessage, error) {
 		return p.validator.CheckEncoded(&msgs[i], len(raws[i]))
 	})
 }
@@ -286,12 +290,14 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 // acknowledged; a message the broker refuses even so is returned as a
 // rejection (the others of the call are published).
 func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection, error) {
-	return p.publish(ctx, raws, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) })
+	return p.publish(ctx, raws, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) })
 }
 
 // publish publishes raws as PublishRaw does; check(i) validates raws[i]
-// (decoding it, or checking the message it was encoded from).
-func (p *Publisher) publish(ctx context.Context, raws [][]byte, check func(i int) (*wire.BagMessage, error)) ([]Rejection, error) {
+// (decoding it, or checking the message it was encoded from). transcode:
+// raws are JSON, to be published in the binary encoding of what check
+// decoded.
+func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, check func(i int) (*wire.BagMessage, error)) ([]Rejection, error) {
 	w := p.producer(ctx)
 	var out []kafka.Message
 	var spans []trace.Span
@@ -306,6 +312,10 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, check func(i int
 		rejected = append(rejected, Rejection{Index: i, ID: id, Reason: reason, Error: err.Error(), err: err})
 		if p.cfg.Topics.DeadLetter != "" {
 			h := kafkaio.Headers(ctx, p.cfg.Obs.Propagator)
+			if !transcode {
+				// raws are in the configured format.
+				h = kafkaio.WithOriginal(h, p.cfg.Format.ContentType())
+			}
 			d := wire.NewDeadLetter(wire.StageIngest, reason, err, id, "", 0, -1, raws[i]).Encode(w.ValueBudget([]byte(id), h))
 			out = append(out, kafka.Message{Topic: p.cfg.Topics.DeadLetter, Key: []byte(id), Value: d, Headers: h})
 			bagOf = append(bagOf, -1)
@@ -313,18 +323,27 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, check func(i int
 	}
 	for i, raw := range raws {
 		// Messaging semantic conventions: span name "{operation} {destination}".
-		sctx, span := p.tracer.Start(ctx, "send "+p.cfg.Topics.Annotate, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-			semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
-			semconv.MessagingDestinationName(p.cfg.Topics.Annotate)))
+		sctx, span := p.tracer.Start(ctx, "send "+p.cfg.Topics.Annotate, trace.WithSpanKind(trace.SpanKindProducer))
+		if span.IsRecording() {
+			// Built only for a span that keeps them (no sampler of the
+			// services reads start attributes).
+			span.SetAttributes(semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+				semconv.MessagingDestinationName(p.cfg.Topics.Annotate))
+		}
 		bm, err := check(i)
 		if err != nil {
 			reason, _ := wire.ReasonOf(err)
 			reject(i, "", reason, err, span)
 			continue
 		}
-		span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
-			attribute.Int("bag.instances", len(bm.Instances)))
-		h := kafkaio.Headers(sctx, p.cfg.Obs.Propagator)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
+				attribute.Int("bag.instances", len(bm.Instances)))
+		}
+		h := kafkaio.HeadersAs(sctx, p.cfg.Obs.Propagator, p.cfg.Format)
+		if transcode {
+			raw = bm.AppendProto(nil)
+		}
 		m := kafka.Message{Topic: p.cfg.Topics.Annotate, Key: []byte(bm.ID), Value: raw, Headers: h}
 		if !w.Fits(m) {
 			err := wire.Reject(wire.ReasonOversize, &TooLargeError{ID: bm.ID, Size: kafkaio.RecordSize(m), Limit: kafkaio.RecordLimit(w.MaxMessageBytes())})

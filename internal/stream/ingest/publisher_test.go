@@ -165,3 +165,109 @@ func TestPublishDatasetRejectsAsDecoding(t *testing.T) {
 		t.Errorf("stats %+v, want 4 published, 2 labeled", s)
 	}
 }
+
+// TestPublishProtobuf: with --wire-format protobuf, the bags of a dataset
+// and the bags given as JSON lines reach both topics in the binary
+// encoding, named so by their content-type header, and decode there to
+// what their JSON decodes to; invalid ones are rejected for the reasons
+// JSON gives and dead-lettered as JSON with the original. Catches a binary
+// message sent under the JSON content type (or the reverse), a bag lost
+// or altered in the transcoding, and a check skipped on the binary path.
+func TestPublishProtobuf(t *testing.T) {
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ds := &mil.Dataset{Name: "toy", Dim: 2, Classes: []string{"a", "b"}, Bags: []mil.Bag{
+		{ID: "ds-labeled", Instances: [][]float64{{1, 2}, {0.1, -3e-9}}, Labels: []int{1}},
+		{ID: "ds-negative", Instances: [][]float64{{1, 2}}, Labels: []int{}},
+		{ID: "ds-ragged", Instances: [][]float64{{1, 2}, {3}}},
+		{ID: "ds-unlabeled", Instances: [][]float64{{5, 6}}},
+	}}
+	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, Format: wire.FormatProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rej, err := p.PublishDataset(ctx, ds, ds.Bags)
+	if err != nil || len(rej) != 1 || rej[0].Index != 2 || rej[0].Reason != wire.ReasonDimension {
+		t.Fatalf("PublishDataset: %+v %v, want ds-ragged rejected for its dimension", rej, err)
+	}
+	lines := [][]byte{
+		[]byte(`{"schema_version":1,"id":"raw-labeled","dim":2,"instances":[[0.5,1e-300]],"classes":["a","b"],"labels":[0,1]}`),
+		[]byte(`{"schema_version":1,"id":"raw-nan","dim":2,"instances":[[0.5,"NaN"]]}`),
+		[]byte(`{"schema_version":1,"id":"raw-unlabeled","source":"s","dim":1,"instances":[[7],[8]]}`),
+	}
+	rej, err = p.PublishRaw(ctx, lines)
+	if err != nil || len(rej) != 1 || rej[0].Index != 1 || rej[0].Reason != wire.ReasonNonFinite {
+		t.Fatalf("PublishRaw: %+v %v, want raw-nan rejected as non_finite", rej, err)
+	}
+	// What each bag must decode to: its JSON, decoded.
+	v, _ := wire.NewValidator(0)
+	want := map[string]*wire.BagMessage{}
+	for _, i := range []int{0, 1, 3} {
+		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], ds.Name, ds.Dim, ds.Classes, false))
+		want[ds.Bags[i].ID], _ = v.DecodeBag(raw)
+	}
+	for _, i := range []int{0, 2} {
+		want[map[int]string{0: "raw-labeled", 2: "raw-unlabeled"}[i]], _ = v.DecodeBag(lines[i])
+	}
+	wantTrain := map[string]bool{"ds-labeled": true, "ds-negative": true, "raw-labeled": true}
+	for topic, n := range map[string]int{topics.Annotate: len(want), topics.Train: len(wantTrain)} {
+		got := 0
+		err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, "tail-"+topic, func(m kafka.Message) error {
+			got++
+			if ct := kafkaio.ContentType(m.Headers); ct != wire.ContentTypeProtobuf {
+				t.Errorf("%s %s: content type %q", topic, m.Key, ct)
+			}
+			bm, err := v.DecodeBagAs(kafkaio.ContentType(m.Headers), m.Value)
+			if err != nil {
+				t.Errorf("%s %s: %v", topic, m.Key, err)
+			} else if w := want[bm.ID]; !reflect.DeepEqual(bm, w) || (topic == topics.Train && !wantTrain[bm.ID]) {
+				t.Errorf("%s: got %+v, want %+v", topic, bm, w)
+			}
+			if got == n {
+				return kafkaio.ErrStop
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two dead letters, JSON both: ds-ragged's original is binary (the
+	// header says so), raw-nan's the JSON line given.
+	dead := 0
+	err = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.DeadLetter, "tail-dead", func(m kafka.Message) error {
+		dead++
+		var d wire.DeadLetter
+		if ct := kafkaio.ContentType(m.Headers); ct != wire.ContentTypeJSON {
+			t.Errorf("dead letter content type %q", ct)
+		}
+		if err := json.Unmarshal(m.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		var orig string
+		for _, h := range m.Headers {
+			if h.Key == wire.HeaderOriginalContentType {
+				orig = string(h.Value)
+			}
+		}
+		switch dead {
+		case 1:
+			bm, err := v.DecodeBagAs(orig, d.Original)
+			if r, _ := wire.ReasonOf(err); d.Reason != wire.ReasonDimension || r != wire.ReasonDimension || orig != wire.ContentTypeProtobuf {
+				t.Errorf("dead letter 1: %+v (original %q: %+v %v)", d, orig, bm, err)
+			}
+		case 2:
+			if d.Reason != wire.ReasonNonFinite || string(d.Original) != string(lines[1]) || orig != "" {
+				t.Errorf("dead letter 2: %+v (original %q)", d, orig)
+			}
+			return kafkaio.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -279,7 +279,8 @@ func (r *Retrainer) Results() []RefitResult {
 // dead-lettered with its reason, unless an earlier run already did
 // (suppress), and never enters the window.
 func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
-	bm, err := r.validator.DecodeBag(m.Value)
+	// In the format the producer names (ingest --wire-format).
+	bm, err := r.validator.DecodeBagAs(kafkaio.ContentType(m.Headers), m.Value)
 	if err == nil && bm.Labels == nil {
 		err = wire.Reject(wire.ReasonLabels, fmt.Errorf("training bag %q has no labels", bm.ID))
 	}
@@ -367,7 +368,7 @@ func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, repl
 		log.Warn("training bag kept out of the window: it can never be fitted")
 		return false
 	}
-	h := kafkaio.Headers(ctx, r.cfg.Obs.Propagator)
+	h := kafkaio.WithOriginal(kafkaio.Headers(ctx, r.cfg.Obs.Propagator), kafkaio.ContentType(m.Headers))
 	value := wire.NewDeadLetter(wire.StageRetrain, reason, err, string(m.Key), m.Topic, m.Partition, m.Offset, m.Value).Encode(r.dead.ValueBudget(m.Key, h))
 	job := deadJob{in: m, out: kafka.Message{Topic: r.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: h}, log: log}
 	if replayed && r.deadQ != nil {

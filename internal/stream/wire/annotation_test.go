@@ -117,7 +117,8 @@ func TestAnnotationJSONMatchesReflection(t *testing.T) {
 }
 
 // BenchmarkAnnotationJSON: the hand-written encoder against reflection, on
-// an MSCV2-sized annotation (23 classes, 3 instances).
+// an MSCV2-sized annotation (23 classes, 3 instances), and the binary
+// encoding of the same.
 func BenchmarkAnnotationJSON(b *testing.B) {
 	classes := make([]string, 23)
 	scores := make([]float64, 23)
@@ -136,6 +137,13 @@ func BenchmarkAnnotationJSON(b *testing.B) {
 	b.Run("marshal", func(b *testing.B) {
 		for range b.N {
 			if _, err := a.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("protobuf", func(b *testing.B) {
+		for range b.N {
+			if _, err := a.MarshalProto(); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -5,6 +5,9 @@
 // invariants (Validator; the generic JSON Schema validator is its reference
 // in the tests, internal/testsupport/schemaref), the
 // classification of input errors into dead-letter reasons (Reason,
-// RejectError, ReasonOf), and the encoding of dead-letter records. It
-// depends on no model code and on no Kafka client.
+// RejectError, ReasonOf), the encoding of dead-letter records, and an
+// opt-in binary encoding of bags and annotations (proto.go, documented by
+// schemas/mimlstream.proto) chosen per message by the content-type header,
+// with the same checks and reasons as JSON. It depends on no model code and
+// on no Kafka client.
 package wire

@@ -1,0 +1,809 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
+
+// The compact binary encoding of bags and annotations: the Protocol
+// Buffers wire format of the messages in schemas/mimlstream.proto, written
+// and read by hand (protowire) so that no generated code or reflection
+// sits on the hot path. JSON stays the default and the documented format;
+// the binary one is opt-in (--wire-format protobuf on ingest and the
+// annotator) and negotiated per message by the content-type header, so a
+// topic may carry both. It exists because float formatting and parsing
+// were the largest share of the pipeline's CPU: a feature or a score is 8
+// bytes copied here, not 17 digits written and read back.
+//
+// The decoder of bags enforces what DecodeBag enforces, with the same
+// reasons in the same order (CheckEncoded holds the checks of both):
+// oversize; malformed_json for bytes that are not the wire format, or that
+// parsers may read differently (a singular field repeated, invalid UTF-8:
+// the counterparts of a repeated key and invalid UTF-8 in JSON); empty_bag;
+// non_finite; schema (a field the schema does not have, a missing or wrong
+// required field); then dimension and labels. The one difference: the wire
+// format cannot say "no instances" apart from "zero instances", so a bag
+// without instances is empty_bag here where JSON without "instances" is a
+// schema fault.
+
+// Content types, in the content-type header of every message.
+const (
+	ContentTypeJSON     = "application/json"
+	ContentTypeProtobuf = "application/x-protobuf"
+)
+
+// HeaderOriginalContentType, on a dead letter (always JSON) whose original
+// is not JSON, names the original's content type: its base64 "original"
+// is then the binary encoding.
+const HeaderOriginalContentType = "original-content-type"
+
+// Format is a wire encoding of bags and annotations.
+type Format string
+
+// The formats: JSON (the default, schemas/*.schema.json) and the Protocol
+// Buffers wire format (schemas/mimlstream.proto).
+const (
+	FormatJSON     Format = "json"
+	FormatProtobuf Format = "protobuf"
+)
+
+// ParseFormat parses a format name; "" is JSON.
+func ParseFormat(s string) (Format, error) {
+	switch Format(s) {
+	case "", FormatJSON:
+		return FormatJSON, nil
+	case FormatProtobuf:
+		return FormatProtobuf, nil
+	}
+	return "", fmt.Errorf("unknown wire format %q (want json or protobuf)", s)
+}
+
+// String returns the format's name (a flag.Value).
+func (f *Format) String() string { return string(*f) }
+
+// Set parses a --wire-format flag.
+func (f *Format) Set(s string) error {
+	v, err := ParseFormat(s)
+	if err == nil {
+		*f = v
+	}
+	return err
+}
+
+// ContentType returns the content-type header value of f.
+func (f Format) ContentType() string {
+	if f == FormatProtobuf {
+		return ContentTypeProtobuf
+	}
+	return ContentTypeJSON
+}
+
+// FormatOf returns the format a content-type header names: protobuf for
+// ContentTypeProtobuf, JSON for anything else, a missing header included
+// (messages written before the binary format existed).
+func FormatOf(contentType string) Format {
+	if contentType == ContentTypeProtobuf {
+		return FormatProtobuf
+	}
+	return FormatJSON
+}
+
+// Field numbers of schemas/mimlstream.proto.
+const (
+	bagSchemaVersion  protowire.Number = 1
+	bagID             protowire.Number = 2
+	bagSource         protowire.Number = 3
+	bagDim            protowire.Number = 4
+	bagInstances      protowire.Number = 5
+	bagClasses        protowire.Number = 6
+	bagLabels         protowire.Number = 7
+	bagLabeled        protowire.Number = 8
+	bagInstanceLabels protowire.Number = 9
+
+	instanceFeatures protowire.Number = 1
+
+	annSchemaVersion  protowire.Number = 1
+	annBagID          protowire.Number = 2
+	annSource         protowire.Number = 3
+	annModel          protowire.Number = 4
+	annModelVersion   protowire.Number = 5
+	annModelID        protowire.Number = 6
+	annMode           protowire.Number = 7
+	annClasses        protowire.Number = 8
+	annInstanceLabels protowire.Number = 9
+	annInstanceScores protowire.Number = 10
+	annBagLabels      protowire.Number = 11
+	annBagScores      protowire.Number = 12
+	annLatencyMS      protowire.Number = 13
+	annIngestedAt     protowire.Number = 14
+	annAnnotatedAt    protowire.Number = 15
+	annAnnotator      protowire.Number = 16
+
+	scoresValues protowire.Number = 1
+
+	timestampSeconds protowire.Number = 1
+	timestampNanos   protowire.Number = 2
+)
+
+// DecodeBagAs decodes raw in the format its content-type header names
+// (FormatOf), with the checks of DecodeBag.
+func (v *Validator) DecodeBagAs(contentType string, raw []byte) (*BagMessage, error) {
+	if FormatOf(contentType) == FormatProtobuf {
+		return v.DecodeBagProto(raw)
+	}
+	return v.DecodeBag(raw)
+}
+
+// Marshal encodes m in format f: json.Marshal's bytes for JSON.
+func (m *BagMessage) Marshal(f Format) ([]byte, error) {
+	if f == FormatProtobuf {
+		return m.AppendProto(nil), nil
+	}
+	return json.Marshal(m)
+}
+
+// AppendProto appends the binary encoding of m. It never fails: as
+// json.Marshal does, it writes each byte of invalid UTF-8 as U+FFFD, and it
+// writes what the checks refuse (a NaN feature, a row of the wrong length)
+// as it is, for the decoder to refuse. Nil labels are unlabeled, empty
+// non-nil labels a negative bag (the labeled field says which).
+func (m *BagMessage) AppendProto(b []byte) []byte {
+	n := 0
+	for _, x := range m.Instances {
+		n += 8*len(x) + 4
+	}
+	b = growBytes(b, 64+len(m.ID)+len(m.Source)+n+16*len(m.Classes)+4*(len(m.Labels)+len(m.InstanceLabels)))
+	b = appendVarintField(b, bagSchemaVersion, uint64(int64(m.SchemaVersion)))
+	b = appendStringField(b, bagID, m.ID)
+	b = appendStringField(b, bagSource, m.Source)
+	b = appendVarintField(b, bagDim, uint64(int64(m.Dim)))
+	for _, x := range m.Instances {
+		b = protowire.AppendTag(b, bagInstances, protowire.BytesType)
+		if len(x) == 0 {
+			b = protowire.AppendVarint(b, 0)
+			continue
+		}
+		inner := 8 * len(x)
+		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(instanceFeatures)+protowire.SizeBytes(inner)))
+		b = appendDoubles(b, instanceFeatures, x)
+	}
+	for _, c := range m.Classes {
+		b = protowire.AppendTag(b, bagClasses, protowire.BytesType)
+		b = protowire.AppendString(b, coerceUTF8(c))
+	}
+	b = appendIntsField(b, bagLabels, m.Labels, false)
+	if m.Labels != nil {
+		b = appendVarintField(b, bagLabeled, 1)
+	}
+	return appendIntsField(b, bagInstanceLabels, m.InstanceLabels, true)
+}
+
+// DecodeBagProto decodes and checks a bag in the binary encoding, as
+// DecodeBag does a JSON one: the same checks, reasons and result (the
+// order of CheckEncoded, which the differential tests hold it to). Errors
+// are *RejectError.
+func (v *Validator) DecodeBagProto(raw []byte) (*BagMessage, error) {
+	if v.maxBytes > 0 && len(raw) > v.maxBytes {
+		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), v.maxBytes))
+	}
+	// The JSON decoder's scratch space serves here too: its feature and
+	// row buffers, grown to the size of the messages seen.
+	d, ok := v.scratch.Get().(*bagDecoder)
+	if !ok {
+		d = new(bagDecoder)
+	}
+	m, unknown, err := d.parseProto(raw)
+	v.scratch.Put(d)
+	if err != nil {
+		return nil, Reject(ReasonMalformedJSON, err)
+	}
+	if len(m.Instances) == 0 {
+		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", m.ID, mil.ErrEmptyBag))
+	}
+	for k, x := range m.Instances {
+		for j, f := range x {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, mil.ErrNonFinite))
+			}
+		}
+	}
+	if err := checkSchema(m); err != nil {
+		return nil, Reject(ReasonSchema, err)
+	}
+	// A field the bag does not have is a schema fault, as an unknown
+	// property is in JSON: after the more specific faults, before the
+	// bag invariants.
+	if unknown != nil {
+		return nil, Reject(ReasonSchema, unknown)
+	}
+	if err := checkInvariants(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseProto reads the wire format of a bag, with d's feature and row
+// buffers as scratch space. The message owns its memory: the features of
+// all rows in one allocation, the strings in another. unknown is the first
+// field the schema does not have (a schema fault, reported after the more
+// specific ones); err a malformed message. Repeated fields come out nil
+// when empty, as DecodeBag leaves out what JSON leaves out, and labels
+// non-nil when the bag is labeled.
+func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) {
+	m = &BagMessage{}
+	floats, rowLens := d.floats[:0], d.rowLens[:0]
+	defer func() { d.floats, d.rowLens = floats[:0], rowLens[:0] }()
+	var buf [32]string
+	classes := buf[:0] // views of raw until the copy at the end
+	var seen uint64
+	labeled := false
+	b := raw
+	singular := func(num protowire.Number) error {
+		if seen&(1<<num) != 0 {
+			return fmt.Errorf("field %d repeated: %w", num, ErrAmbiguous)
+		}
+		seen |= 1 << num
+		return nil
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, nil, fmt.Errorf("field tag at byte %d: %w", len(raw)-len(b), protowire.ParseError(n))
+		}
+		at := len(raw) - len(b)
+		b = b[n:]
+		switch {
+		case (num == bagSchemaVersion || num == bagDim || num == bagLabeled) && typ == protowire.VarintType:
+			if err := singular(num); err != nil {
+				return nil, nil, err
+			}
+			x, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, protowire.ParseError(n))
+			}
+			b = b[n:]
+			switch num {
+			case bagSchemaVersion:
+				m.SchemaVersion = int(int64(x))
+			case bagDim:
+				m.Dim = int(int64(x))
+			default:
+				labeled = x != 0
+			}
+		case (num == bagID || num == bagSource || num == bagClasses) && typ == protowire.BytesType:
+			s, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, protowire.ParseError(n))
+			}
+			b = b[n:]
+			if !utf8.Valid(s) {
+				return nil, nil, fmt.Errorf("field %d at byte %d: invalid UTF-8: %w", num, at, ErrAmbiguous)
+			}
+			v := unsafe.String(unsafe.SliceData(s), len(s))
+			switch num {
+			case bagID, bagSource:
+				if err := singular(num); err != nil {
+					return nil, nil, err
+				}
+				if num == bagID {
+					m.ID = v
+				} else {
+					m.Source = v
+				}
+			default:
+				classes = append(classes, v)
+			}
+		case num == bagInstances && typ == protowire.BytesType:
+			row, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, nil, fmt.Errorf("instance %d: %w", len(rowLens), protowire.ParseError(n))
+			}
+			b = b[n:]
+			before := len(floats)
+			var extra bool
+			if floats, extra, err = parseInstance(row, floats); err != nil {
+				return nil, nil, fmt.Errorf("instance %d: %w", len(rowLens), err)
+			}
+			if extra && unknown == nil {
+				unknown = fmt.Errorf("instance %d: a field the instance does not have", len(rowLens))
+			}
+			rowLens = append(rowLens, len(floats)-before)
+		case (num == bagLabels || num == bagInstanceLabels) && (typ == protowire.VarintType || typ == protowire.BytesType):
+			zigzag := num == bagInstanceLabels
+			dst := &m.Labels
+			if zigzag {
+				dst = &m.InstanceLabels
+			}
+			n := consumeInts(b, typ, dst, zigzag)
+			if n < 0 {
+				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, protowire.ParseError(n))
+			}
+			b = b[n:]
+		case num >= bagSchemaVersion && num <= bagInstanceLabels:
+			return nil, nil, fmt.Errorf("field %d at byte %d: wire type %d: %w", num, at, typ, ErrAmbiguous)
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, protowire.ParseError(n))
+			}
+			b = b[n:]
+			if unknown == nil {
+				unknown = fmt.Errorf("field %d: a field the bag does not have", num)
+			}
+		}
+	}
+	switch {
+	case len(m.Labels) == 0 && labeled:
+		m.Labels = []int{}
+	case len(m.Labels) == 0:
+		m.Labels = nil
+	}
+	if len(m.InstanceLabels) == 0 {
+		m.InstanceLabels = nil
+	}
+	all := make([]float64, len(floats))
+	copy(all, floats)
+	m.Instances = make([][]float64, len(rowLens))
+	at := 0
+	for k, n := range rowLens {
+		m.Instances[k] = all[at : at+n : at+n]
+		at += n
+	}
+	// The strings, copied out of raw in one allocation.
+	size := len(m.ID) + len(m.Source)
+	for _, c := range classes {
+		size += len(c)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	sb.WriteString(m.ID)
+	sb.WriteString(m.Source)
+	for _, c := range classes {
+		sb.WriteString(c)
+	}
+	str := sb.String()
+	cut := func(n int) string {
+		s := str[:n]
+		str = str[n:]
+		return s
+	}
+	m.ID, m.Source = cut(len(m.ID)), cut(len(m.Source))
+	if len(classes) > 0 {
+		m.Classes = make([]string, len(classes))
+		for k, c := range classes {
+			m.Classes[k] = cut(len(c))
+		}
+	}
+	return m, unknown, nil
+}
+
+// parseInstance appends the features of one Instance message to floats. It
+// reports extra when the instance has a field it should not: a schema
+// fault the caller notes.
+func parseInstance(b []byte, floats []float64) (_ []float64, extra bool, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num != instanceFeatures {
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, false, protowire.ParseError(n)
+			}
+			b, extra = b[n:], true
+			continue
+		}
+		switch typ {
+		case protowire.BytesType: // packed
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, false, protowire.ParseError(n)
+			}
+			if len(v)%8 != 0 {
+				return nil, false, fmt.Errorf("packed doubles of %d bytes: %w", len(v), ErrAmbiguous)
+			}
+			for i := 0; i < len(v); i += 8 {
+				floats = append(floats, math.Float64frombits(le64(v[i:])))
+			}
+			b = b[n:]
+		case protowire.Fixed64Type:
+			v, n := protowire.ConsumeFixed64(b)
+			if n < 0 {
+				return nil, false, protowire.ParseError(n)
+			}
+			floats = append(floats, math.Float64frombits(v))
+			b = b[n:]
+		default:
+			return nil, false, fmt.Errorf("features: wire type %d: %w", typ, ErrAmbiguous)
+		}
+	}
+	return floats, extra, nil
+}
+
+// consumeInts reads one occurrence of a repeated integer field, packed or
+// not (typ VarintType or BytesType; the callers check), appending to dst;
+// it returns the bytes read or a protowire error code (< 0).
+func consumeInts(b []byte, typ protowire.Type, dst *[]int, zigzag bool) int {
+	conv := func(x uint64) int {
+		if zigzag {
+			return int(protowire.DecodeZigZag(x))
+		}
+		return int(int64(x))
+	}
+	switch typ {
+	case protowire.VarintType:
+		x, n := protowire.ConsumeVarint(b)
+		if n >= 0 {
+			*dst = append(*dst, conv(x))
+		}
+		return n
+	case protowire.BytesType:
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return n
+		}
+		if *dst == nil {
+			*dst = make([]int, 0, len(v))
+		}
+		for len(v) > 0 {
+			x, m := protowire.ConsumeVarint(v)
+			if m < 0 {
+				return m
+			}
+			*dst = append(*dst, conv(x))
+			v = v[m:]
+		}
+		return n
+	}
+	return -1 // not reached: the callers pass the two wire types above
+}
+
+// MarshalAs encodes the annotation in format f.
+func (a AnnotationMessage) MarshalAs(f Format) ([]byte, error) {
+	if f == FormatProtobuf {
+		return a.MarshalProto()
+	}
+	return a.MarshalJSON()
+}
+
+// MarshalProto writes the binary encoding of the annotation. Like
+// MarshalJSON, it fails on a NaN or infinite score and on a time outside
+// the years 0 to 9999, so that a model fault is one in either format.
+func (a AnnotationMessage) MarshalProto() ([]byte, error) {
+	n := 160 + len(a.BagID) + len(a.Source) + len(a.Model) + len(a.ModelVersion) + len(a.ModelID) + len(a.Annotator) +
+		8*len(a.BagScores) + 4*(len(a.BagLabels)+len(a.InstanceLabels))
+	for _, c := range a.Classes {
+		n += len(c) + 2
+	}
+	for _, x := range a.InstanceScores {
+		n += 8*len(x) + 4
+	}
+	b := make([]byte, 0, n)
+	b = appendVarintField(b, annSchemaVersion, uint64(int64(a.SchemaVersion)))
+	b = appendStringField(b, annBagID, a.BagID)
+	b = appendStringField(b, annSource, a.Source)
+	b = appendStringField(b, annModel, a.Model)
+	b = appendStringField(b, annModelVersion, a.ModelVersion)
+	b = appendStringField(b, annModelID, a.ModelID)
+	b = appendStringField(b, annMode, a.Mode)
+	for _, c := range a.Classes {
+		b = protowire.AppendTag(b, annClasses, protowire.BytesType)
+		b = protowire.AppendString(b, coerceUTF8(c))
+	}
+	b = appendIntsField(b, annInstanceLabels, a.InstanceLabels, true)
+	for _, x := range a.InstanceScores {
+		if err := finite(x); err != nil {
+			return nil, err
+		}
+		b = protowire.AppendTag(b, annInstanceScores, protowire.BytesType)
+		if len(x) == 0 {
+			b = protowire.AppendVarint(b, 0)
+			continue
+		}
+		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(scoresValues)+protowire.SizeBytes(8*len(x))))
+		b = appendDoubles(b, scoresValues, x)
+	}
+	b = appendIntsField(b, annBagLabels, a.BagLabels, false)
+	if err := finite(a.BagScores); err != nil {
+		return nil, err
+	}
+	if len(a.BagScores) > 0 {
+		b = appendDoubles(b, annBagScores, a.BagScores)
+	}
+	if err := finite([]float64{a.LatencyMS}); err != nil {
+		return nil, err
+	}
+	if math.Float64bits(a.LatencyMS) != 0 { // -0 is written, as JSON writes it
+		b = protowire.AppendTag(b, annLatencyMS, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(a.LatencyMS))
+	}
+	var err error
+	if a.IngestedAt != nil {
+		if b, err = appendTimestamp(b, annIngestedAt, *a.IngestedAt); err != nil {
+			return nil, err
+		}
+	}
+	if b, err = appendTimestamp(b, annAnnotatedAt, a.AnnotatedAt); err != nil {
+		return nil, err
+	}
+	return appendStringField(b, annAnnotator, a.Annotator), nil
+}
+
+// DecodeAnnotation decodes an annotation in the format its content-type
+// header names (FormatOf). Consumers use it; it checks the encoding, not
+// the annotation schema (the annotator wrote it). Times are UTC.
+func DecodeAnnotation(contentType string, raw []byte) (AnnotationMessage, error) {
+	var a AnnotationMessage
+	if FormatOf(contentType) == FormatJSON {
+		err := json.Unmarshal(raw, &a)
+		return a, err
+	}
+	a.Classes, a.BagLabels, a.BagScores = []string{}, []int{}, []float64{}
+	b := raw
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return a, fmt.Errorf("annotation: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch {
+		case num == annSchemaVersion && typ == protowire.VarintType:
+			var x uint64
+			x, n = protowire.ConsumeVarint(b)
+			a.SchemaVersion = int(int64(x))
+		case num >= annBagID && num <= annClasses && typ == protowire.BytesType || num == annAnnotator && typ == protowire.BytesType:
+			var s []byte
+			s, n = protowire.ConsumeBytes(b)
+			v := string(s)
+			switch num {
+			case annBagID:
+				a.BagID = v
+			case annSource:
+				a.Source = v
+			case annModel:
+				a.Model = v
+			case annModelVersion:
+				a.ModelVersion = v
+			case annModelID:
+				a.ModelID = v
+			case annMode:
+				a.Mode = v
+			case annClasses:
+				a.Classes = append(a.Classes, v)
+			default:
+				a.Annotator = v
+			}
+		case num == annInstanceLabels && (typ == protowire.VarintType || typ == protowire.BytesType):
+			n = consumeInts(b, typ, &a.InstanceLabels, true)
+		case num == annBagLabels && (typ == protowire.VarintType || typ == protowire.BytesType):
+			n = consumeInts(b, typ, &a.BagLabels, false)
+		case num == annInstanceScores && typ == protowire.BytesType:
+			var s []byte
+			if s, n = protowire.ConsumeBytes(b); n >= 0 {
+				x, err := consumeScores(s)
+				if err != nil {
+					return a, fmt.Errorf("annotation: instance scores %d: %w", len(a.InstanceScores), err)
+				}
+				a.InstanceScores = append(a.InstanceScores, x)
+			}
+		case num == annBagScores && typ == protowire.BytesType:
+			var s []byte
+			if s, n = protowire.ConsumeBytes(b); n >= 0 {
+				if len(s)%8 != 0 {
+					return a, fmt.Errorf("annotation: bag scores of %d bytes", len(s))
+				}
+				a.BagScores = appendLE64s(a.BagScores, s)
+			}
+		case num == annLatencyMS && typ == protowire.Fixed64Type:
+			var x uint64
+			x, n = protowire.ConsumeFixed64(b)
+			a.LatencyMS = math.Float64frombits(x)
+		case (num == annIngestedAt || num == annAnnotatedAt) && typ == protowire.BytesType:
+			var s []byte
+			if s, n = protowire.ConsumeBytes(b); n >= 0 {
+				t, err := parseTimestamp(s)
+				if err != nil {
+					return a, fmt.Errorf("annotation: field %d: %w", num, err)
+				}
+				if num == annIngestedAt {
+					a.IngestedAt = &t
+				} else {
+					a.AnnotatedAt = t
+				}
+			}
+		default:
+			// A field this version does not know: skipped, as Protocol
+			// Buffers readers do.
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return a, fmt.Errorf("annotation: field %d: %w", num, protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	return a, nil
+}
+
+// consumeScores reads a Scores message.
+func consumeScores(b []byte) ([]float64, error) {
+	x := []float64{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num != scoresValues || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		s, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		if len(s)%8 != 0 {
+			return nil, fmt.Errorf("packed doubles of %d bytes", len(s))
+		}
+		x = appendLE64s(x, s)
+		b = b[n:]
+	}
+	return x, nil
+}
+
+// appendLE64s appends the little-endian doubles of s.
+func appendLE64s(dst []float64, s []byte) []float64 {
+	for i := 0; i+8 <= len(s); i += 8 {
+		dst = append(dst, math.Float64frombits(le64(s[i:])))
+	}
+	return dst
+}
+
+// appendTimestamp appends a google.protobuf.Timestamp field.
+func appendTimestamp(b []byte, num protowire.Number, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("time %v: year outside [0,9999]", t)
+	}
+	sec, nsec := t.Unix(), int64(t.Nanosecond())
+	size := 0
+	if sec != 0 {
+		size += protowire.SizeTag(timestampSeconds) + protowire.SizeVarint(uint64(sec))
+	}
+	if nsec != 0 {
+		size += protowire.SizeTag(timestampNanos) + protowire.SizeVarint(uint64(nsec))
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	if sec != 0 {
+		b = appendVarintField(b, timestampSeconds, uint64(sec))
+	}
+	if nsec != 0 {
+		b = appendVarintField(b, timestampNanos, uint64(nsec))
+	}
+	return b, nil
+}
+
+// parseTimestamp reads a google.protobuf.Timestamp message, in UTC.
+func parseTimestamp(b []byte) (time.Time, error) {
+	var sec, nsec int64
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return time.Time{}, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.VarintType || (num != timestampSeconds && num != timestampNanos) {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return time.Time{}, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		x, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return time.Time{}, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == timestampSeconds {
+			sec = int64(x)
+		} else {
+			nsec = int64(int32(x))
+		}
+	}
+	if nsec < 0 || nsec >= 1e9 {
+		return time.Time{}, errors.New("timestamp nanos outside [0, 1e9)")
+	}
+	return time.Unix(sec, nsec).UTC(), nil
+}
+
+// finite returns the error encoding/json gives for a NaN or an infinity.
+func finite(v []float64) error {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("json: unsupported value: %v", x)
+		}
+	}
+	return nil
+}
+
+func appendVarintField(b []byte, num protowire.Number, x uint64) []byte {
+	if x == 0 {
+		return b // proto3: a zero scalar is not written
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, x)
+}
+
+func appendStringField(b []byte, num protowire.Number, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, coerceUTF8(s))
+}
+
+// appendDoubles appends a packed repeated double field.
+func appendDoubles(b []byte, num protowire.Number, v []float64) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(8*len(v)))
+	for _, x := range v {
+		u := math.Float64bits(x)
+		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
+	}
+	return b
+}
+
+// appendIntsField appends a packed repeated int64 (or sint64) field; nothing
+// for an empty one.
+func appendIntsField(b []byte, num protowire.Number, v []int, zigzag bool) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	size := 0
+	for _, x := range v {
+		size += protowire.SizeVarint(intWire(x, zigzag))
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	for _, x := range v {
+		b = protowire.AppendVarint(b, intWire(x, zigzag))
+	}
+	return b
+}
+
+func intWire(x int, zigzag bool) uint64 {
+	if zigzag {
+		return protowire.EncodeZigZag(int64(x))
+	}
+	return uint64(int64(x))
+}
+
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// growBytes returns b with room for n more bytes.
+func growBytes(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), len(b)+n)
+	copy(nb, b)
+	return nb
+}
