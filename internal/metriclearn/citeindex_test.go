@@ -1,0 +1,200 @@
+package metriclearn
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// randomBags draws m bags of 1..maxInst points in dim dimensions. With grid
+// > 0 the coordinates are integers in [0, grid), so that distances tie
+// often (and exactly), and a fifth of the bags are copies of earlier bags:
+// the tie-break by bag number is then what orders neighbours. Otherwise the
+// points are Gaussian, at a scale drawn per bag from {0.1, 1, 10}, so that
+// the citation radii differ widely between bags.
+func randomBags(rng *rand.Rand, m, dim, maxInst, grid int) [][][]float64 {
+	bags := make([][][]float64, m)
+	for i := range bags {
+		if grid > 0 && i > 0 && rng.IntN(5) == 0 {
+			bags[i] = bags[rng.IntN(i)]
+			continue
+		}
+		b := make([][]float64, 1+rng.IntN(maxInst))
+		scale := []float64{0.1, 1, 10}[rng.IntN(3)]
+		for j := range b {
+			b[j] = make([]float64, dim)
+			for t := range b[j] {
+				if grid > 0 {
+					b[j][t] = float64(rng.IntN(grid))
+				} else {
+					b[j][t] = scale * rng.NormFloat64()
+				}
+			}
+		}
+		bags[i] = b
+	}
+	return bags
+}
+
+// indexedModel builds a Model over the given projected training bags
+// (identity projection), with its radii from the index.
+func indexedModel(t testing.TB, bags [][][]float64, labels [][]int, k, refs, citers int, hausdorff string, workers, leaf int) *Model {
+	t.Helper()
+	dim := len(bags[0][0])
+	cent := make([][]float64, k)
+	cent[0] = make([]float64, dim)
+	st := State{Projection: Projection{Kernel: KernelLinear, InDim: dim, OutDim: dim}, Centroids: cent,
+		Rule: RuleCentroid, Refs: refs, Citers: citers, Hausdorff: hausdorff, TrainBags: bags, TrainLabels: labels}
+	idx := newBagIndexLeaf(bags, dim, leaf)
+	var err error
+	if st.CiteRadius, err = idx.citeRadii(context.Background(), citers, hausdorff == HausdorffMax, workers); err != nil {
+		t.Fatal(err)
+	}
+	classes := make([]string, k)
+	for c := range classes {
+		classes[c] = fmt.Sprint("c", c)
+	}
+	m, err := newModel(models.Meta{Kind: "mlca", Classes: classes, Dim: dim}, st, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestCitationIndexMatchesBruteForce is the differential test of the index
+// against the scan it replaced, on random data with and without ties and
+// duplicate bags, for both Hausdorff distances. It catches an index that
+// misses a neighbour or a citer (a node bound that is not a lower bound, a
+// wrong max-radius per node), orders tied bags other than by bag number, or
+// stops the maximal-Hausdorff stream before a bag that should come first; it
+// compares radii, the full neighbour order, the labels and the scores with
+// ==, not within a tolerance.
+func TestCitationIndexMatchesBruteForce(t *testing.T) {
+	type tc struct {
+		m, dim, maxInst, grid int
+		refs, citers          int
+		hausdorff             string
+	}
+	var cases []tc
+	for _, h := range []string{HausdorffMin, HausdorffMax} {
+		cases = append(cases,
+			tc{200, 3, 4, 3, 5, 4, h},    // heavy ties and duplicates
+			tc{300, 5, 3, 0, 20, 20, h},  // continuous
+			tc{150, 2, 5, 2, 7, 3, h},    // almost everything ties
+			tc{100, 23, 3, 0, 20, 20, h}, // MSCV2's projected dimension
+			tc{40, 4, 3, 4, 0, 5, h},     // citers only
+			tc{40, 4, 3, 4, 6, 0, h},     // references only
+			tc{12, 3, 2, 3, 50, 50, h},   // refs and citers beyond m
+			tc{1, 3, 2, 0, 3, 3, h},      // a single bag: radius -1
+			tc{600, 3, 1, 4, 20, 20, h},  // single instances: many identical points
+		)
+	}
+	for n, c := range cases {
+		t.Run(fmt.Sprintf("%d/m=%d/dim=%d/grid=%d/r=%d/c=%d/%s", n, c.m, c.dim, c.grid, c.refs, c.citers, c.hausdorff), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(n), 7))
+			const k = 6
+			bags := randomBags(rng, c.m, c.dim, c.maxInst, c.grid)
+			labels := make([][]int, c.m)
+			for i := range labels {
+				// Class 5 is carried by no bag: its rank stays -1 and the
+				// rank search must not stop early waiting for it.
+				labels[i] = []int{rng.IntN(k - 1)}
+				if rng.IntN(2) == 0 {
+					labels[i] = append(labels[i], rng.IntN(k-1))
+				}
+				slices.Sort(labels[i])
+				labels[i] = slices.Compact(labels[i])
+			}
+			queries := randomBags(rng, 30, c.dim, c.maxInst, c.grid)
+			queries = append(queries, bags[:min(10, len(bags))]...) // a query equal to a training bag
+			dist := bagDistance(c.hausdorff)
+			// Leaves of 1 and 2 points make deep trees of these small
+			// sets; leafSize is the production tree.
+			for _, w := range [][2]int{{1, 1}, {3, 2}, {2, leafSize}} {
+				m := indexedModel(t, bags, labels, k, c.refs, c.citers, c.hausdorff, w[0], w[1])
+				want, err := citeRadiiBrute(context.Background(), bags, c.citers, dist, w[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(m.st.CiteRadius, want) {
+					t.Fatalf("workers, leaf=%v: radii differ from the brute force:\n%v\n%v", w, m.st.CiteRadius, want)
+				}
+				s := m.idx.pool.Get().(*queryScratch)
+				for qi, q := range queries {
+					// Full order: the stream, run to the end, is the sort.
+					want := make([]neighbour, len(bags))
+					for i, b := range bags {
+						want[i] = neighbour{dist(q, b, math.Inf(1)), i}
+					}
+					slices.SortFunc(want, func(a, b neighbour) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.bag, b.bag)) })
+					var got []neighbour
+					st := m.idx.stream(q, -1, c.hausdorff == HausdorffMax, s)
+					for n, ok := st.next(); ok; n, ok = st.next() {
+						got = append(got, n)
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("leaf=%d query %d: stream order differs from the sort:\n got %v\nwant %v", w[1], qi, got, want)
+					}
+					gl, gs := m.citationKNN(q)
+					wl, ws := m.citationKNNBrute(q)
+					if !slices.Equal(gl, wl) || !slices.Equal(gs, ws) {
+						t.Fatalf("leaf=%d query %d: index labels %v scores %v, brute force %v %v", w[1], qi, gl, gs, wl, ws)
+					}
+				}
+				m.idx.pool.Put(s)
+			}
+		})
+	}
+}
+
+// TestSelectNth checks the partition the tree splits with, against a sort,
+// on keys with many duplicates (ties broken by number). It catches a
+// quickselect that loses or duplicates elements or misplaces the median,
+// which would unbalance the tree (the tree's results do not depend on it,
+// but its cost does).
+func TestSelectNth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 3, 5, 17, 100, 1000} {
+		for _, distinct := range []int{1, 3, 1000} {
+			keys := make([]int, n)
+			for i := range keys {
+				keys[i] = rng.IntN(distinct)
+			}
+			less := func(a, b int32) bool { return keys[a] < keys[b] || keys[a] == keys[b] && a < b }
+			a := make([]int32, n)
+			for i := range a {
+				a[i] = int32(i)
+			}
+			rng.Shuffle(n, func(i, j int) { a[i], a[j] = a[j], a[i] })
+			k := rng.IntN(n)
+			selectNth(a, k, less)
+			sorted := slices.Clone(a)
+			slices.SortFunc(sorted, func(x, y int32) int {
+				if less(x, y) {
+					return -1
+				}
+				return 1
+			})
+			if a[k] != sorted[k] {
+				t.Fatalf("n=%d distinct=%d: a[%d] = %d, want %d", n, distinct, k, a[k], sorted[k])
+			}
+			for i := range a {
+				if (i < k && less(a[k], a[i])) || (i > k && less(a[i], a[k])) {
+					t.Fatalf("n=%d distinct=%d: element %d on the wrong side of rank %d", n, distinct, i, k)
+				}
+			}
+			slices.Sort(sorted)
+			for i := range sorted {
+				if sorted[i] != int32(i) {
+					t.Fatalf("n=%d: selectNth lost or duplicated elements", n)
+				}
+			}
+		}
+	}
+}
