@@ -1,7 +1,6 @@
 package metriclearn
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"runtime"
@@ -9,104 +8,24 @@ import (
 	"sync"
 )
 
-// This file keeps the brute-force citation-kNN that the index replaced, as
-// the reference the index is checked against (citeindex_test.go) and timed
-// against (BenchmarkCitationIndex). It computes the distance from the query
-// to every training bag, and every training bag's radius from all m² pairs.
-
-func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
-	if name == HausdorffMax {
-		return maxHausdorffBelow
-	}
-	return minHausdorffBelow
-}
-
-// citationKNNBrute is citationKNN as it was before the index: the
-// citation-kNN of Wang and Zucker (2000) with the minimal
-// Hausdorff distance, extended to label sets as in Zhou's MIML experiments:
-// the voters are the Refs nearest training bags (references) and the
-// training bags that would count the new bag among their Citers nearest
-// neighbours (citers); class c is predicted when more than half of the votes
-// carry it. When no class reaches a majority the best-scored one is
-// predicted, since every bag of these collections has at least one label.
-//
-// The score of class c is (votes_c + 0.5/(1 + r_c)) / votes, where r_c is the
-// rank (by distance) of the nearest training bag carrying c. The bonus is
-// below one vote, so it only orders classes with equal vote counts (the
-// ranking measures count ties pessimistically).
-func (m *Model) citationKNNBrute(g [][]float64) ([]int, []float64) {
-	k := len(m.meta.Classes)
-	type nb struct {
-		d float64
-		i int
-	}
-	all := make([]nb, len(m.st.TrainBags))
-	votes := make([]float64, k)
-	total := 0.0
-	for i, tb := range m.st.TrainBags {
-		d := bagDistance(m.st.Hausdorff)(g, tb, math.Inf(1))
-		all[i] = nb{d, i}
-		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
-			for _, c := range m.st.TrainLabels[i] {
-				votes[c]++
-			}
-			total++
-		}
-	}
-	slices.SortFunc(all, func(a, b nb) int {
-		return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.i, b.i))
-	})
-	for _, n := range all[:min(m.st.Refs, len(all))] {
-		for _, c := range m.st.TrainLabels[n.i] {
-			votes[c]++
-		}
-		total++
-	}
-	rank := make([]int, k)
-	for c := range rank {
-		rank[c] = -1
-	}
-	left := k
-	for r, n := range all {
-		for _, c := range m.st.TrainLabels[n.i] {
-			if rank[c] < 0 {
-				rank[c] = r
-				left--
-			}
-		}
-		if left == 0 {
-			break
-		}
-	}
-	scores := make([]float64, k)
-	var labels []int
-	for c := range scores {
-		bonus := 0.0
-		if rank[c] >= 0 {
-			bonus = 0.5 / float64(1+rank[c])
-		}
-		scores[c] = (votes[c] + bonus) / max(total, 1)
-		if votes[c] > total/2 {
-			labels = append(labels, c)
-		}
-	}
-	if len(labels) == 0 {
-		labels = []int{0}
-		for c := range scores {
-			if scores[c] > scores[labels[0]] {
-				labels[0] = c
-			}
-		}
-	}
-	return labels, scores
-}
+// This file keeps the brute-force citation radii that the index replaced,
+// as the reference the index is checked against (citeindex_test.go) and
+// timed against (BenchmarkCitationKNNIndex): every training bag's radius
+// from all m² pairs. The brute-force query is citationKNNScan (model.go),
+// still the production path under the maximal Hausdorff distance.
 
 // citeRadiiBrute computes, for every training bag, the distance to its c-th
 // nearest other training bag. It is O(m²) bag distances: the price of
 // citation-kNN, paid once per fit, in parallel over bags (each worker owns
 // its output slots, so the result does not depend on the worker count).
 func citeRadiiBrute(ctx context.Context, bags [][][]float64, c int, dist func(a, b [][]float64, bound float64) float64, workers int) ([]float64, error) {
-	m := len(bags)
+	return citeRadiiBrutePrefix(ctx, bags, len(bags), c, dist, workers)
+}
+
+// citeRadiiBrutePrefix is citeRadiiBrute for the first m bags only (each
+// against all bags), so the benchmark can time a sample of a size whose
+// full O(m²) scan would take hours.
+func citeRadiiBrutePrefix(ctx context.Context, bags [][][]float64, m, c int, dist func(a, b [][]float64, bound float64) float64, workers int) ([]float64, error) {
 	out := make([]float64, m)
 	if c == 0 {
 		return out, nil

@@ -1,9 +1,11 @@
 package metriclearn
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -20,12 +22,12 @@ const leafSize = 16
 //     bag (best-first search over the instances: the minimal Hausdorff
 //     distance is the distance of the nearest instance pair, so the first
 //     point of a bag to come out of the search gives that bag's distance);
-//   - the same order under the maximal Hausdorff distance, by exact
-//     computations on bags taken in minimal-Hausdorff order, which is a
-//     lower bound (see maxStream);
 //   - the citers, bags i with d(query, i) <= radius_i, by a search that
 //     skips every node whose distance lower bound exceeds the largest radius
-//     of the bags below it.
+//     of the bags below it;
+//   - each training bag's citation radius under either distance (the
+//     maximal Hausdorff distance is at least the minimal one, which bounds
+//     it from below: see kthMax).
 //
 // Distances are computed from the same float64 values, in the same
 // coordinate order, as minHausdorffBelow and maxHausdorffBelow, and a node's
@@ -45,6 +47,8 @@ type bagIndex struct {
 	bagOf []int32   // bag of point p
 	nodes []kdNode  // preorder: children follow their parent
 	box   []float64 // node n: lo = box[2*n*dim:][:dim], hi = box[(2*n+1)*dim:][:dim]
+	// center[n*dim:][:dim] is the centroid of node n's points.
+	center []float64
 	// radius[i] is the citation radius of bag i (nil until setRadii).
 	radius []float64
 	bags   [][][]float64 // the training bags, for exact maximal Hausdorff distances
@@ -55,6 +59,7 @@ type kdNode struct {
 	start, end  int32 // points [start, end)
 	left, right int32 // children; left < 0 for a leaf
 	maxR        float64
+	r           float64 // ball radius around the node's centroid
 }
 
 // newBagIndex builds the tree over bags (each a list of dim-dimensional
@@ -81,7 +86,8 @@ func newBagIndexLeaf(bags [][][]float64, dim, leaf int) *bagIndex {
 		perm[p] = int32(p)
 	}
 	if len(src) > 0 {
-		ix.build(src, perm, 0, int32(len(src)))
+		// key holds the split projections of the points of a node.
+		ix.build(src, perm, make([]float64, len(src)), 0, int32(len(src)))
 	}
 	ix.pts = make([]float64, 0, len(src)*dim)
 	ix.bagOf = make([]int32, len(src))
@@ -95,7 +101,7 @@ func newBagIndexLeaf(bags [][][]float64, dim, leaf int) *bagIndex {
 
 // build appends the node of perm[start:end] and its subtree; it returns the
 // node's number.
-func (ix *bagIndex) build(src [][]float64, perm []int32, start, end int32) int32 {
+func (ix *bagIndex) build(src [][]float64, perm []int32, key []float64, start, end int32) int32 {
 	d := ix.dim
 	id := int32(len(ix.nodes))
 	ix.nodes = append(ix.nodes, kdNode{start: start, end: end, left: -1, right: -1})
@@ -110,29 +116,85 @@ func (ix *bagIndex) build(src [][]float64, perm []int32, start, end int32) int32
 		}
 	}
 	ix.box = append(append(ix.box, lo...), hi...)
-	if end-start <= ix.leaf {
-		return id
-	}
-	split, spread := 0, 0.0
-	for t := range lo {
-		if s := hi[t] - lo[t]; s > spread {
-			split, spread = t, s
+	// The ball: centroid and largest distance to it.
+	c := make([]float64, d)
+	for _, p := range perm[start:end] {
+		for t, v := range src[p] {
+			c[t] += v
 		}
 	}
-	if spread == 0 {
-		return id // every point identical: nothing to split on
+	for t := range c {
+		c[t] /= float64(end - start)
 	}
-	less := func(a, b int32) bool {
-		va, vb := src[a][split], src[b][split]
-		if va != vb {
-			return va < vb
+	r2, far := 0.0, perm[start]
+	for _, p := range perm[start:end] {
+		if e := sqDist(src[p], c); e > r2 {
+			r2, far = e, p
 		}
-		return a < b
 	}
-	mid := start + (end-start)/2
+	ix.center = append(ix.center, c...)
+	ix.nodes[id].r = math.Sqrt(r2)
+	if end-start <= ix.leaf || r2 == 0 {
+		return id // small enough, or every point identical
+	}
+	// Split by 2-means, started from the point farthest from the centroid
+	// and the point farthest from that one. On the clustered data of a
+	// learned projection (class centroids near the vertices of a simplex,
+	// every coordinate separating about one class) a median split on one
+	// coordinate or one direction cuts through the clusters, and then no
+	// bound prunes anything; 2-means keeps clusters whole, so the box of a
+	// node excludes the classes it does not hold.
+	ca := slices.Clone(src[far])
+	cb, fb := ca, 0.0
+	for _, p := range perm[start:end] {
+		if e := sqDist(src[p], ca); e > fb {
+			cb, fb = src[p], e
+		}
+	}
+	cb = slices.Clone(cb)
+	na := 0
+	for iter := range 8 {
+		na = 0
+		for _, p := range perm[start:end] {
+			// key < 0: nearer ca; the side is the sign, the
+			// fallback below splits at the median of key.
+			key[p] = sqDist(src[p], ca) - sqDist(src[p], cb)
+			if key[p] < 0 {
+				na++
+			}
+		}
+		if iter == 7 || na == 0 || na == int(end-start) {
+			break
+		}
+		clear(ca)
+		clear(cb)
+		for _, p := range perm[start:end] {
+			dst := cb
+			if key[p] < 0 {
+				dst = ca
+			}
+			for t, v := range src[p] {
+				dst[t] += v
+			}
+		}
+		for t := range ca {
+			ca[t] /= float64(na)
+			cb[t] /= float64(int(end-start) - na)
+		}
+	}
+	// A lopsided split (an outlier peeled off) would make the tree deep
+	// and its build quadratic: keep each side at least a sixteenth.
+	n := int(end - start)
+	mid := start + int32(min(max(na, n/16, 1), n-max(n/16, 1)))
+	less := func(x, y int32) bool {
+		if key[x] != key[y] {
+			return key[x] < key[y]
+		}
+		return x < y
+	}
 	selectNth(perm[start:end], int(mid-start), less)
-	l := ix.build(src, perm, start, mid)
-	r := ix.build(src, perm, mid, end)
+	l := ix.build(src, perm, key, start, mid)
+	r := ix.build(src, perm, key, mid, end)
 	ix.nodes[id].left, ix.nodes[id].right = l, r
 	return id
 }
@@ -201,12 +263,15 @@ func (ix *bagIndex) point(p int32) []float64 {
 	return ix.pts[int(p)*ix.dim : (int(p)+1)*ix.dim]
 }
 
-// boxBound is a lower bound of min over q of ‖q − y‖² for every point y in
-// node n, or some value >= bound.
-func (ix *bagIndex) boxBound(q [][]float64, n int32, bound float64) float64 {
+// nodeBound is a lower bound of min over x in q of ‖x − y‖² for every point
+// y in node n, or some value >= bound: per query point, the larger of the
+// box bound and the ball bound.
+func (ix *bagIndex) nodeBound(q [][]float64, n int32, bound float64) float64 {
 	d := ix.dim
 	lo := ix.box[2*int(n)*d:][:d]
 	hi := ix.box[(2*int(n)+1)*d:][:d]
+	c := ix.center[int(n)*d:][:d]
+	r := ix.nodes[n].r
 	best := bound
 	for _, x := range q {
 		s := 0.0
@@ -226,6 +291,17 @@ func (ix *bagIndex) boxBound(q [][]float64, n int32, bound float64) float64 {
 			if s += g * g; s >= best {
 				break
 			}
+		}
+		if s >= best {
+			continue
+		}
+		// Ball: ‖x − y‖ >= ‖x − c‖ − r. The square roots and the
+		// difference round, so the bound is lowered by a relative margin
+		// (1e-9, far above the ~1e-14 relative error of these sums) to
+		// stay below the point distances as computed.
+		dc := math.Sqrt(sqDist(x, c))
+		if g := dc - r - 1e-9*(dc+r); g > 0 {
+			s = max(s, g*g)
 		}
 		best = min(best, s)
 	}
@@ -315,11 +391,11 @@ func (h *itemHeap) pop() item {
 // queryScratch is the per-query state: the search heaps and an epoch-stamped
 // "bag already seen" array, so a query costs no O(m) clearing.
 type queryScratch struct {
-	heap    itemHeap
-	pending bagHeap
-	seen    []uint32
-	epoch   uint32
-	cited   []int32
+	heap  itemHeap
+	top   []neighbour // kthMax's c nearest so far
+	seen  []uint32
+	epoch uint32
+	cited []int32
 }
 
 func (s *queryScratch) nextEpoch() uint32 {
@@ -335,12 +411,6 @@ func (s *queryScratch) nextEpoch() uint32 {
 type neighbour struct {
 	d   float64
 	bag int
-}
-
-// bagStream yields the training bags in increasing (distance, bag number)
-// order, the order of the brute-force sort.
-type bagStream interface {
-	next() (neighbour, bool)
 }
 
 // minStream is the best-first search under the minimal Hausdorff distance.
@@ -360,7 +430,7 @@ func (ix *bagIndex) newMinStream(q [][]float64, skip int, s *queryScratch) *minS
 		s.seen[skip] = st.epoch
 	}
 	if len(ix.nodes) > 0 {
-		s.heap.push(item{key: ix.boxBound(q, 0, math.Inf(1)), id: 0, bag: -1})
+		s.heap.push(item{key: ix.nodeBound(q, 0, math.Inf(1)), id: 0, bag: -1})
 	}
 	return st
 }
@@ -394,108 +464,17 @@ func (st *minStream) next() (neighbour, bool) {
 			continue
 		}
 		for _, c := range [2]int32{nd.left, nd.right} {
-			h.push(item{key: ix.boxBound(st.q, c, math.Inf(1)), id: c, bag: -1})
+			h.push(item{key: ix.nodeBound(st.q, c, math.Inf(1)), id: c, bag: -1})
 		}
 	}
 	return neighbour{}, false
 }
 
-// bagHeap is a min-heap of neighbours by (distance, bag number).
-type bagHeap []neighbour
-
-func nbLess(a, b neighbour) bool {
-	if a.d != b.d {
-		return a.d < b.d
-	}
-	return a.bag < b.bag
-}
-
-func (h *bagHeap) push(n neighbour) {
-	*h = append(*h, n)
-	a := *h
-	i := len(a) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !nbLess(a[i], a[p]) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *bagHeap) pop() neighbour {
-	a := *h
-	top := a[0]
-	last := len(a) - 1
-	a[0] = a[last]
-	a = a[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(a) {
-			break
-		}
-		c := l
-		if r := l + 1; r < len(a) && nbLess(a[r], a[l]) {
-			c = r
-		}
-		if !nbLess(a[c], a[i]) {
-			break
-		}
-		a[i], a[c] = a[c], a[i]
-		i = c
-	}
-	*h = a
-	return top
-}
-
-// maxStream yields bags in maximal Hausdorff order. The maximal distance is
-// at least the minimal one, so it takes bags from a minStream, computes their
-// exact maximal distance, and releases the nearest pending bag once the
-// minStream's lower bound exceeds its distance: no bag still in the
-// minStream can come before it. (At equal values it waits, since a bag of
-// smaller number could tie.) The pruning is only as good as the minimal
-// distance bounds the maximal one: bags sharing one close instance pair with
-// the query are all computed exactly.
-type maxStream struct {
-	min *minStream
-	q   [][]float64
-}
-
-func (ix *bagIndex) newMaxStream(q [][]float64, skip int, s *queryScratch) *maxStream {
-	s.pending = s.pending[:0]
-	return &maxStream{min: ix.newMinStream(q, skip, s), q: q}
-}
-
-func (st *maxStream) next() (neighbour, bool) {
-	p := &st.min.s.pending
-	for len(*p) == 0 || st.min.lowerBound() <= (*p)[0].d {
-		n, ok := st.min.next()
-		if !ok {
-			break
-		}
-		p.push(neighbour{maxHausdorffBelow(st.q, st.min.ix.bags[n.bag], math.Inf(1)), n.bag})
-	}
-	if len(*p) == 0 {
-		return neighbour{}, false
-	}
-	return p.pop(), true
-}
-
-func (ix *bagIndex) stream(q [][]float64, skip int, maximal bool, s *queryScratch) bagStream {
-	if maximal {
-		return ix.newMaxStream(q, skip, s)
-	}
-	return ix.newMinStream(q, skip, s)
-}
-
-// citers appends to s.cited the bags i with d(q, i) <= radius_i. The
-// search visits the points whose nearest-query-instance distance can be
-// within the largest radius below their node; a bag with one point within
-// its own radius is within it in minimal Hausdorff distance, and under the
-// maximal distance (never smaller) it is a candidate checked exactly.
-func (ix *bagIndex) citers(q [][]float64, maximal bool, s *queryScratch) []int32 {
+// citers returns (in s.cited) the bags i with minimal Hausdorff distance
+// d(q, i) <= radius_i. The search visits the points whose
+// nearest-query-instance distance can be within the largest radius below
+// their node; a bag with one point within its own radius is a citer.
+func (ix *bagIndex) citers(q [][]float64, s *queryScratch) []int32 {
 	s.cited = s.cited[:0]
 	if len(ix.nodes) == 0 {
 		return s.cited
@@ -507,7 +486,7 @@ func (ix *bagIndex) citers(q [][]float64, maximal bool, s *queryScratch) []int32
 		stack = stack[:len(stack)-1]
 		nd := &ix.nodes[n]
 		// The bound is only needed up to maxR: a value above it prunes.
-		if ix.boxBound(q, n, math.Nextafter(nd.maxR, math.Inf(1))) > nd.maxR {
+		if ix.nodeBound(q, n, math.Nextafter(nd.maxR, math.Inf(1))) > nd.maxR {
 			continue
 		}
 		if nd.left >= 0 {
@@ -524,9 +503,6 @@ func (ix *bagIndex) citers(q [][]float64, maximal bool, s *queryScratch) []int32
 				continue
 			}
 			s.seen[b] = epoch
-			if maximal && maxHausdorffBelow(q, ix.bags[b], math.Nextafter(r, math.Inf(1))) > r {
-				continue
-			}
 			s.cited = append(s.cited, b)
 		}
 	}
@@ -555,8 +531,12 @@ func (ix *bagIndex) citeRadii(ctx context.Context, c int, maximal bool, workers 
 			s := ix.pool.Get().(*queryScratch)
 			defer ix.pool.Put(s)
 			for i := range next {
+				if maximal {
+					out[i] = ix.kthMax(ix.bags[i], i, c, s)
+					continue
+				}
 				out[i] = -1
-				st := ix.stream(ix.bags[i], i, maximal, s)
+				st := ix.newMinStream(ix.bags[i], i, s)
 				for range c {
 					n, ok := st.next()
 					if !ok {
@@ -577,4 +557,64 @@ func (ix *bagIndex) citeRadii(ctx context.Context, c int, maximal bool, workers 
 	close(next)
 	wg.Wait()
 	return out, err
+}
+
+// kthMax is the c-th smallest maximal Hausdorff distance from q to the
+// bags other than skip (-1 without any; the largest when fewer than c).
+// The maximal distance is at least the minimal one, so the bags come from a
+// minStream and the search stops once its lower bound reaches the c-th
+// smallest value so far; each distance is computed with that value as bound
+// (early abandon, as the brute force does). On data where a bag's c-th
+// neighbour under the maximal distance is at the range of the distances
+// between classes (most bags of MSCV2-shaped data: one instance of a class
+// the other bag lacks is enough), that bound prunes little, so after
+// scanLimit bags from the search the rest are scanned in bag order instead:
+// the same values, without the search's per-point heap work.
+func (ix *bagIndex) kthMax(q [][]float64, skip, c int, s *queryScratch) float64 {
+	st := ix.newMinStream(q, skip, s)
+	top := s.top[:0] // ascending, at most c
+	add := func(b int) {
+		bound := math.Inf(1)
+		if len(top) == c {
+			bound = top[c-1].d
+		}
+		d := maxHausdorffBelow(q, ix.bags[b], bound)
+		if d >= bound {
+			return
+		}
+		pos, _ := slices.BinarySearchFunc(top, d, func(e neighbour, d float64) int { return cmp.Compare(e.d, d) })
+		if len(top) < c {
+			top = append(top, neighbour{})
+		}
+		copy(top[pos+1:], top[pos:len(top)-1])
+		top[pos] = neighbour{d: d}
+	}
+	scanLimit := max(4*c, ix.nbags/16)
+	pulled := 0
+	for {
+		if len(top) == c && st.lowerBound() >= top[c-1].d {
+			break
+		}
+		if pulled == scanLimit {
+			// Every bag the search has not returned: seen marks the
+			// returned ones (and skip).
+			for b := range ix.nbags {
+				if s.seen[b] != st.epoch {
+					add(b)
+				}
+			}
+			break
+		}
+		n, ok := st.next()
+		if !ok {
+			break
+		}
+		pulled++
+		add(n.bag)
+	}
+	s.top = top
+	if len(top) == 0 {
+		return -1
+	}
+	return top[len(top)-1].d
 }

@@ -1,6 +1,7 @@
 package metriclearn
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -456,18 +457,26 @@ func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 // c. The bonus is below one vote, so it only orders classes with equal vote
 // counts (the ranking measures count ties pessimistically).
 //
-// The bags come from the index (bagIndex) in the order a sort of all the
-// distances would give, and only as far as the references and the ranks
-// need; citationKNNBrute in the tests is the scan it replaces.
+// Under the minimal Hausdorff distance the bags come from the index
+// (bagIndex) in the order a sort of all the distances would give, and only
+// as far as the references and the ranks need; citationKNNScan is the scan
+// it replaces. Under the maximal distance the query scans every bag
+// (citationKNNScan): the rank bonus needs the order of the bags up to the
+// nearest carrier of every class, and under that distance even the nearest
+// bags are at the range of the distances between classes (one instance
+// of a class the query lacks is enough), where no index bound prunes; a
+// best-first search measured 3x slower than the scan (BenchmarkCitationKNNIndex).
 func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
+	if m.st.Hausdorff == HausdorffMax {
+		return m.citationKNNScan(g)
+	}
 	k := len(m.meta.Classes)
-	maximal := m.st.Hausdorff == HausdorffMax
 	s := m.idx.pool.Get().(*queryScratch)
 	defer m.idx.pool.Put(s)
 	votes := make([]float64, k)
 	total := 0.0
 	if m.st.Citers > 0 {
-		for _, i := range m.idx.citers(g, maximal, s) {
+		for _, i := range m.idx.citers(g, s) {
 			for _, c := range m.st.TrainLabels[i] {
 				votes[c]++
 			}
@@ -479,7 +488,7 @@ func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 		rank[c] = -1
 	}
 	left := m.carried
-	st := m.idx.stream(g, -1, maximal, s)
+	st := m.idx.newMinStream(g, -1, s)
 	for r := 0; r < m.st.Refs || left > 0; r++ {
 		n, ok := st.next()
 		if !ok {
@@ -496,6 +505,94 @@ func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 		}
 		if r < m.st.Refs {
 			total++
+		}
+	}
+	scores := make([]float64, k)
+	var labels []int
+	for c := range scores {
+		bonus := 0.0
+		if rank[c] >= 0 {
+			bonus = 0.5 / float64(1+rank[c])
+		}
+		scores[c] = (votes[c] + bonus) / max(total, 1)
+		if votes[c] > total/2 {
+			labels = append(labels, c)
+		}
+	}
+	if len(labels) == 0 {
+		labels = []int{0}
+		for c := range scores {
+			if scores[c] > scores[labels[0]] {
+				labels[0] = c
+			}
+		}
+	}
+	return labels, scores
+}
+
+func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
+	if name == HausdorffMax {
+		return maxHausdorffBelow
+	}
+	return minHausdorffBelow
+}
+
+// citationKNNScan is citationKNN by a scan of every training bag, as it was
+// before the index: the reference the index is checked against, and the
+// path under the maximal Hausdorff distance (see citationKNN). It is the
+// citation-kNN of Wang and Zucker (2000), extended to label sets as in Zhou's MIML experiments:
+// the voters are the Refs nearest training bags (references) and the
+// training bags that would count the new bag among their Citers nearest
+// neighbours (citers); class c is predicted when more than half of the votes
+// carry it. When no class reaches a majority the best-scored one is
+// predicted, since every bag of these collections has at least one label.
+//
+// The score of class c is (votes_c + 0.5/(1 + r_c)) / votes, where r_c is the
+// rank (by distance) of the nearest training bag carrying c. The bonus is
+// below one vote, so it only orders classes with equal vote counts (the
+// ranking measures count ties pessimistically).
+func (m *Model) citationKNNScan(g [][]float64) ([]int, []float64) {
+	k := len(m.meta.Classes)
+	type nb struct {
+		d float64
+		i int
+	}
+	all := make([]nb, len(m.st.TrainBags))
+	votes := make([]float64, k)
+	total := 0.0
+	for i, tb := range m.st.TrainBags {
+		d := bagDistance(m.st.Hausdorff)(g, tb, math.Inf(1))
+		all[i] = nb{d, i}
+		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
+			for _, c := range m.st.TrainLabels[i] {
+				votes[c]++
+			}
+			total++
+		}
+	}
+	slices.SortFunc(all, func(a, b nb) int {
+		return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.i, b.i))
+	})
+	for _, n := range all[:min(m.st.Refs, len(all))] {
+		for _, c := range m.st.TrainLabels[n.i] {
+			votes[c]++
+		}
+		total++
+	}
+	rank := make([]int, k)
+	for c := range rank {
+		rank[c] = -1
+	}
+	left := k
+	for r, n := range all {
+		for _, c := range m.st.TrainLabels[n.i] {
+			if rank[c] < 0 {
+				rank[c] = r
+				left--
+			}
+		}
+		if left == 0 {
+			break
 		}
 	}
 	scores := make([]float64, k)
