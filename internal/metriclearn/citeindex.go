@@ -515,7 +515,13 @@ func (ix *bagIndex) citers(q [][]float64, s *queryScratch) []int32 {
 // shared among workers, each writing only its own output slots, so the
 // result does not depend on the worker count.
 func (ix *bagIndex) citeRadii(ctx context.Context, c int, maximal bool, workers int) ([]float64, error) {
-	out := make([]float64, ix.nbags)
+	return ix.citeRadiiPrefix(ctx, ix.nbags, c, maximal, workers)
+}
+
+// citeRadiiPrefix is citeRadii for the first n bags only (each against all
+// bags): the benchmark times a sample of the sizes whose full fit is long.
+func (ix *bagIndex) citeRadiiPrefix(ctx context.Context, n, c int, maximal bool, workers int) ([]float64, error) {
+	out := make([]float64, n)
 	if c == 0 {
 		return out, nil
 	}
@@ -535,20 +541,12 @@ func (ix *bagIndex) citeRadii(ctx context.Context, c int, maximal bool, workers 
 					out[i] = ix.kthMax(ix.bags[i], i, c, s)
 					continue
 				}
-				out[i] = -1
-				st := ix.newMinStream(ix.bags[i], i, s)
-				for range c {
-					n, ok := st.next()
-					if !ok {
-						break
-					}
-					out[i] = n.d
-				}
+				out[i] = ix.kthMin(ix.bags[i], i, c, s)
 			}
 		}()
 	}
 	var err error
-	for i := range ix.nbags {
+	for i := range n {
 		if err = ctx.Err(); err != nil {
 			break
 		}
@@ -611,6 +609,68 @@ func (ix *bagIndex) kthMax(q [][]float64, skip, c int, s *queryScratch) float64 
 		}
 		pulled++
 		add(n.bag)
+	}
+	s.top = top
+	if len(top) == 0 {
+		return -1
+	}
+	return top[len(top)-1].d
+}
+
+// kthMin is the c-th smallest minimal Hausdorff distance from q to the
+// bags other than skip (-1 without any; the largest when fewer than c): the
+// first c values of a minStream, but by a bounded search, which is what a
+// fit spends its time on. Only the value matters, not which bags tie at it,
+// so nodes are taken nearest bound first until their bound reaches the c-th
+// smallest bag distance so far, points are measured with that value as
+// early-abandon bound, and no point goes through the heap.
+func (ix *bagIndex) kthMin(q [][]float64, skip, c int, s *queryScratch) float64 {
+	top := s.top[:0] // per bag its distance, ascending, at most c bags
+	bound := math.Inf(1)
+	h := &s.heap
+	*h = (*h)[:0]
+	if len(ix.nodes) > 0 {
+		h.push(item{key: ix.nodeBound(q, 0, bound), id: 0, bag: -1})
+	}
+	for len(*h) > 0 {
+		it := h.pop()
+		if it.key >= bound {
+			break
+		}
+		nd := &ix.nodes[it.id]
+		if nd.left >= 0 {
+			for _, ch := range [2]int32{nd.left, nd.right} {
+				if lb := ix.nodeBound(q, ch, bound); lb < bound {
+					h.push(item{key: lb, id: ch, bag: -1})
+				}
+			}
+			continue
+		}
+		for p := nd.start; p < nd.end; p++ {
+			b := int(ix.bagOf[p])
+			if b == skip {
+				continue
+			}
+			d := ix.pointDist(q, p, bound)
+			if d >= bound {
+				continue
+			}
+			// The bag may be in top already, at a larger distance.
+			at := slices.IndexFunc(top, func(e neighbour) bool { return e.bag == b })
+			switch {
+			case at >= 0 && top[at].d <= d:
+				continue
+			case at >= 0:
+				top = slices.Delete(top, at, at+1)
+			case len(top) == c:
+				top = top[:c-1] // the c-th is pushed out
+			}
+			pos, _ := slices.BinarySearchFunc(top, d, func(e neighbour, d float64) int { return cmp.Compare(e.d, d) })
+			top = slices.Insert(top, pos, neighbour{d: d, bag: b})
+			if len(top) == c {
+				bound = top[c-1].d
+			}
+		}
 	}
 	s.top = top
 	if len(top) == 0 {

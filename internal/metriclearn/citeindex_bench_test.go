@@ -96,6 +96,31 @@ func BenchmarkCitationKNNIndex(b *testing.B) {
 		}
 		for _, h := range []string{HausdorffMin, HausdorffMax} {
 			var model *Model
+			if m > 20000 {
+				// The full build takes the better part of an hour on
+				// the shared 2-core machine: this sample, timed
+				// first, gives its estimate (the tree, then the radii
+				// of 2000 bags scaled to m) if the run is cut short.
+				b.Run(fmt.Sprintf("bags=%d/%s/build/index-sample", m, h), func(b *testing.B) {
+					cb := data(b)
+					cpu0 := cpuTime()
+					var tree, radii time.Duration
+					for b.Loop() {
+						t0 := time.Now()
+						ix := newBagIndex(cb.bags, len(cb.bags[0][0]))
+						t1 := time.Now()
+						if _, err := ix.citeRadiiPrefix(context.Background(), 2000, citers, h == HausdorffMax, workers); err != nil {
+							b.Fatal(err)
+						}
+						tree += t1.Sub(t0)
+						radii += time.Since(t1)
+					}
+					n := float64(b.N)
+					b.ReportMetric(tree.Seconds()/n, "tree-s")
+					b.ReportMetric((tree.Seconds()+radii.Seconds()*float64(m)/2000)/n, "est-s/build")
+					b.ReportMetric((cpuTime()-cpu0).Seconds()/n, "sample-cpu-s")
+				})
+			}
 			b.Run(fmt.Sprintf("bags=%d/%s/build/index", m, h), func(b *testing.B) {
 				cb := data(b)
 				cpu0 := cpuTime()
