@@ -153,8 +153,9 @@ type Model struct {
 	meta  models.Meta
 	st    State
 	cnorm []float64
-	// idx indexes st.TrainBags for citation-kNN (nil without training
-	// bags); built at fit and decode time, never serialized.
+	// idx indexes st.TrainBags for citation-kNN under the minimal
+	// Hausdorff distance (nil without training bags or under the maximal
+	// one); built at fit and decode time, never serialized.
 	idx *bagIndex
 	// carried is the number of classes at least one training bag carries:
 	// citation-kNN's rank bonus needs the order of the bags until each of
@@ -273,11 +274,16 @@ func newModel(meta models.Meta, st State, idx *bagIndex) (*Model, error) {
 		}
 	}
 	if len(st.TrainBags) > 0 {
-		if idx == nil {
-			idx = newBagIndex(st.TrainBags, st.Projection.OutDim)
+		// Under the maximal distance queries scan (see citationKNN): the
+		// index served the fit's radii only, and would cost a copy of
+		// every training point.
+		if st.Hausdorff == HausdorffMin {
+			if idx == nil {
+				idx = newBagIndex(st.TrainBags, st.Projection.OutDim)
+			}
+			idx.setRadii(st.CiteRadius)
+			m.idx = idx
 		}
-		idx.setRadii(st.CiteRadius)
-		m.idx = idx
 		has := make([]bool, k)
 		for _, ls := range st.TrainLabels {
 			for _, l := range ls {
