@@ -52,9 +52,9 @@
 // built at fit and decode time and not serialized): under the minimal
 // Hausdorff distance a query visits only the tree nodes near the query's
 // instances, and a fit computes each bag's radius by one bounded index
-// search instead of a scan of all m bags. Under the maximal distance the
-// radii use the minimal distance as a lower bound to stop early (falling
-// back to a scan when it does not), and queries scan every bag. Results are
+// search instead of a scan of all m bags. Under the maximal distance both
+// still scan every bag (O(m) per query, O(m²) per fit; see kthMax and
+// citationKNN for why the bounds did not pay). Results are
 // identical to the brute-force scan, ties included (TestCitationIndexMatchesBruteForce).
 //
 // # Parameters (models.FitOptions.Params, parsed by ParseConfig; ParamSpecs lists them)
