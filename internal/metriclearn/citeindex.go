@@ -99,6 +99,15 @@ func newBagIndexLeaf(bags [][][]float64, dim, leaf int) *bagIndex {
 	return ix
 }
 
+// newBagScan is a bagIndex without a tree, for the maximal Hausdorff
+// distance, whose radii are a scan (kthMax) and whose queries scan too
+// (citationKNN): building the tree would be wasted.
+func newBagScan(bags [][][]float64) *bagIndex {
+	ix := &bagIndex{nbags: len(bags), bags: bags}
+	ix.pool.New = func() any { return &queryScratch{seen: make([]uint32, ix.nbags)} }
+	return ix
+}
+
 // build appends the node of perm[start:end] and its subtree; it returns the
 // node's number.
 func (ix *bagIndex) build(src [][]float64, perm []int32, key []float64, start, end int32) int32 {

@@ -51,7 +51,10 @@ func indexedModel(t testing.TB, bags [][][]float64, labels [][]int, k, refs, cit
 	cent[0] = make([]float64, dim)
 	st := State{Projection: Projection{Kernel: KernelLinear, InDim: dim, OutDim: dim}, Centroids: cent,
 		Rule: RuleCentroid, Refs: refs, Citers: citers, Hausdorff: hausdorff, TrainBags: bags, TrainLabels: labels}
-	idx := newBagIndexLeaf(bags, dim, leaf)
+	idx := newBagScan(bags) // as Build does
+	if hausdorff == HausdorffMin {
+		idx = newBagIndexLeaf(bags, dim, leaf)
+	}
 	var err error
 	if st.CiteRadius, err = idx.citeRadii(context.Background(), citers, hausdorff == HausdorffMax, workers); err != nil {
 		t.Fatal(err)

@@ -218,7 +218,11 @@ func Build(ctx context.Context, kind string, train *mil.Dataset, proj Projection
 	if cfg.Refs == 0 && cfg.Citers == 0 {
 		st.TrainBags, st.TrainLabels = nil, nil
 	} else {
-		idx = newBagIndex(st.TrainBags, proj.OutDim)
+		if cfg.Hausdorff == HausdorffMin {
+			idx = newBagIndex(st.TrainBags, proj.OutDim)
+		} else {
+			idx = newBagScan(st.TrainBags)
+		}
 		var err error
 		if st.CiteRadius, err = idx.citeRadii(ctx, cfg.Citers, cfg.Hausdorff == HausdorffMax, workers); err != nil {
 			return nil, err
