@@ -49,6 +49,9 @@ type bagIndex struct {
 	box   []float64 // node n: lo = box[2*n*dim:][:dim], hi = box[(2*n+1)*dim:][:dim]
 	// center[n*dim:][:dim] is the centroid of node n's points.
 	center []float64
+	// empty lists the bags without instances, ascending (none in a
+	// validated data set; a decoded state is not checked for them).
+	empty []int
 	// radius[i] is the citation radius of bag i (nil until setRadii).
 	radius []float64
 	bags   [][][]float64 // the training bags, for exact maximal Hausdorff distances
@@ -76,6 +79,9 @@ func newBagIndexLeaf(bags [][][]float64, dim, leaf int) *bagIndex {
 	var src [][]float64
 	var srcBag []int32
 	for i, b := range bags {
+		if len(b) == 0 {
+			ix.empty = append(ix.empty, i)
+		}
 		for _, x := range b {
 			src = append(src, x)
 			srcBag = append(srcBag, int32(i))
@@ -424,10 +430,11 @@ type neighbour struct {
 
 // minStream is the best-first search under the minimal Hausdorff distance.
 type minStream struct {
-	ix    *bagIndex
-	q     [][]float64
-	s     *queryScratch
-	epoch uint32
+	ix        *bagIndex
+	q         [][]float64
+	s         *queryScratch
+	epoch     uint32
+	nextEmpty int // next entry of ix.empty to yield once the tree is done
 }
 
 // newMinStream starts a search from query bag q; skip (>= 0) is a bag left
@@ -466,6 +473,15 @@ func (st *minStream) next() (neighbour, bool) {
 		}
 		for _, c := range [2]int32{nd.left, nd.right} {
 			h.push(item{key: ix.nodeBound(st.q, c, math.Inf(1)), id: c, bag: -1})
+		}
+	}
+	// A bag without instances has no point in the tree; the scan puts it
+	// last, at distance +Inf, in bag order.
+	for ; st.nextEmpty < len(ix.empty); st.nextEmpty++ {
+		if b := ix.empty[st.nextEmpty]; seen[b] != st.epoch {
+			seen[b] = st.epoch
+			st.nextEmpty++
+			return neighbour{math.Inf(1), b}, true
 		}
 	}
 	return neighbour{}, false

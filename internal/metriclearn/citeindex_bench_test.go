@@ -139,7 +139,7 @@ func BenchmarkCitationKNNIndex(b *testing.B) {
 				cb := data(b)
 				cpu0 := cpuTime()
 				for b.Loop() {
-					model = indexedModel(b, cb.bags, cb.labels, cb.k, refs, citers, h, workers, leafSize)
+					model = indexedModel(b, cb.bags, cb.labels, len(cb.bags[0][0]), cb.k, refs, citers, h, workers, leafSize)
 				}
 				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/build")
 				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/build")
@@ -175,7 +175,7 @@ func BenchmarkCitationKNNIndex(b *testing.B) {
 					cb := data(b)
 					if model == nil {
 						b.StopTimer()
-						model = indexedModel(b, cb.bags, cb.labels, cb.k, refs, 0, h, workers, leafSize)
+						model = indexedModel(b, cb.bags, cb.labels, len(cb.bags[0][0]), cb.k, refs, 0, h, workers, leafSize)
 						b.StartTimer()
 					}
 					q := cb.queries

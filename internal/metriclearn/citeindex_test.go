@@ -17,8 +17,10 @@ import (
 // often (and exactly), and a fifth of the bags are copies of earlier bags:
 // the tie-break by bag number is then what orders neighbours. Otherwise the
 // points are Gaussian, at a scale drawn per bag from {0.1, 1, 10}, so that
-// the citation radii differ widely between bags.
-func randomBags(rng *rand.Rand, m, dim, maxInst, grid int) [][][]float64 {
+// the citation radii differ widely between bags. With empty, a tenth of the
+// bags have no instance (a validated data set has none, but a decoded state
+// is not checked for them, and the scan orders them last).
+func randomBags(rng *rand.Rand, m, dim, maxInst, grid int, empty bool) [][][]float64 {
 	bags := make([][][]float64, m)
 	for i := range bags {
 		if grid > 0 && i > 0 && rng.IntN(5) == 0 {
@@ -26,6 +28,10 @@ func randomBags(rng *rand.Rand, m, dim, maxInst, grid int) [][][]float64 {
 			continue
 		}
 		b := make([][]float64, 1+rng.IntN(maxInst))
+		if empty && rng.IntN(10) == 0 {
+			bags[i] = nil
+			continue
+		}
 		scale := []float64{0.1, 1, 10}[rng.IntN(3)]
 		for j := range b {
 			b[j] = make([]float64, dim)
@@ -44,9 +50,8 @@ func randomBags(rng *rand.Rand, m, dim, maxInst, grid int) [][][]float64 {
 
 // indexedModel builds a Model over the given projected training bags
 // (identity projection), with its radii from the index.
-func indexedModel(t testing.TB, bags [][][]float64, labels [][]int, k, refs, citers int, hausdorff string, workers, leaf int) *Model {
+func indexedModel(t testing.TB, bags [][][]float64, labels [][]int, dim, k, refs, citers int, hausdorff string, workers, leaf int) *Model {
 	t.Helper()
-	dim := len(bags[0][0])
 	cent := make([][]float64, k)
 	cent[0] = make([]float64, dim)
 	st := State{Projection: Projection{Kernel: KernelLinear, InDim: dim, OutDim: dim}, Centroids: cent,
@@ -83,26 +88,28 @@ func TestCitationIndexMatchesBruteForce(t *testing.T) {
 		m, dim, maxInst, grid int
 		refs, citers          int
 		hausdorff             string
+		empty                 bool
 	}
 	var cases []tc
 	for _, h := range []string{HausdorffMin, HausdorffMax} {
 		cases = append(cases,
-			tc{200, 3, 4, 3, 5, 4, h},    // heavy ties and duplicates
-			tc{300, 5, 3, 0, 20, 20, h},  // continuous
-			tc{150, 2, 5, 2, 7, 3, h},    // almost everything ties
-			tc{100, 23, 3, 0, 20, 20, h}, // MSCV2's projected dimension
-			tc{40, 4, 3, 4, 0, 5, h},     // citers only
-			tc{40, 4, 3, 4, 6, 0, h},     // references only
-			tc{12, 3, 2, 3, 50, 50, h},   // refs and citers beyond m
-			tc{1, 3, 2, 0, 3, 3, h},      // a single bag: radius -1
-			tc{600, 3, 1, 4, 20, 20, h},  // single instances: many identical points
+			tc{200, 3, 4, 3, 5, 4, h, false},    // heavy ties and duplicates
+			tc{300, 5, 3, 0, 20, 20, h, false},  // continuous
+			tc{150, 2, 5, 2, 7, 3, h, false},    // almost everything ties
+			tc{100, 23, 3, 0, 20, 20, h, false}, // MSCV2's projected dimension
+			tc{40, 4, 3, 4, 0, 5, h, false},     // citers only
+			tc{40, 4, 3, 4, 6, 0, h, false},     // references only
+			tc{12, 3, 2, 3, 50, 50, h, false},   // refs and citers beyond m
+			tc{1, 3, 2, 0, 3, 3, h, false},      // a single bag: radius -1
+			tc{600, 3, 1, 4, 20, 20, h, false},  // single instances: many identical points
+			tc{80, 3, 3, 3, 70, 5, h, true},     // bags without instances, reached by the references
 		)
 	}
 	for n, c := range cases {
-		t.Run(fmt.Sprintf("%d/m=%d/dim=%d/grid=%d/r=%d/c=%d/%s", n, c.m, c.dim, c.grid, c.refs, c.citers, c.hausdorff), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d/m=%d/dim=%d/grid=%d/r=%d/c=%d/%s/empty=%t", n, c.m, c.dim, c.grid, c.refs, c.citers, c.hausdorff, c.empty), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(n), 7))
 			const k = 6
-			bags := randomBags(rng, c.m, c.dim, c.maxInst, c.grid)
+			bags := randomBags(rng, c.m, c.dim, c.maxInst, c.grid, c.empty)
 			labels := make([][]int, c.m)
 			for i := range labels {
 				// Class 5 is carried by no bag: its rank stays -1 and the
@@ -114,13 +121,17 @@ func TestCitationIndexMatchesBruteForce(t *testing.T) {
 				slices.Sort(labels[i])
 				labels[i] = slices.Compact(labels[i])
 			}
-			queries := randomBags(rng, 30, c.dim, c.maxInst, c.grid)
-			queries = append(queries, bags[:min(10, len(bags))]...) // a query equal to a training bag
+			queries := randomBags(rng, 30, c.dim, c.maxInst, c.grid, false)
+			for _, b := range bags[:min(10, len(bags))] {
+				if len(b) > 0 {
+					queries = append(queries, b) // a query equal to a training bag
+				}
+			}
 			dist := bagDistance(c.hausdorff)
 			// Leaves of 1 and 2 points make deep trees of these small
 			// sets; leafSize is the production tree.
 			for _, w := range [][2]int{{1, 1}, {3, 2}, {2, leafSize}} {
-				m := indexedModel(t, bags, labels, k, c.refs, c.citers, c.hausdorff, w[0], w[1])
+				m := indexedModel(t, bags, labels, c.dim, k, c.refs, c.citers, c.hausdorff, w[0], w[1])
 				want, err := citeRadiiBrute(context.Background(), bags, c.citers, dist, w[0])
 				if err != nil {
 					t.Fatal(err)
