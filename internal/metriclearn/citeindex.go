@@ -170,15 +170,19 @@ func (ix *bagIndex) build(src [][]float64, perm []int32, key []float64, start, e
 	na := 0
 	for iter := range 8 {
 		na = 0
+		moved := false
 		for _, p := range perm[start:end] {
 			// key < 0: nearer ca; the side is the sign, the
 			// fallback below splits at the median of key.
-			key[p] = sqDist(src[p], ca) - sqDist(src[p], cb)
-			if key[p] < 0 {
+			k := sqDist(src[p], ca) - sqDist(src[p], cb)
+			moved = moved || iter == 0 || (k < 0) != (key[p] < 0)
+			key[p] = k
+			if k < 0 {
 				na++
 			}
 		}
-		if iter == 7 || na == 0 || na == int(end-start) {
+		// Converged (no point changed side) or at the last pass.
+		if !moved || iter == 7 || na == 0 || na == int(end-start) {
 			break
 		}
 		clear(ca)
