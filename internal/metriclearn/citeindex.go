@@ -9,13 +9,15 @@ import (
 	"sync"
 )
 
-// leafSize bounds the points of a k-d tree leaf. Small leaves prune more
-// nodes; 16 keeps the per-node heap traffic below the distance work in the
-// 5- to 50-dimensional projected spaces of the metric models.
+// leafSize bounds the points of a tree leaf: smaller leaves prune more
+// points but cost more node bounds and heap traffic. 16 is a common choice,
+// not tuned here.
 const leafSize = 16
 
-// bagIndex is a k-d tree over the projected instances of the training bags,
-// each point tagged with its bag. It answers the three questions
+// bagIndex is a tree over the projected instances of the training bags,
+// each point tagged with its bag: nodes split by 2-means, each with its
+// bounding box, its bounding ball and the largest citation radius of the
+// bags of its points. It answers the three questions
 // citation-kNN asks without scanning every bag:
 //
 //   - the training bags in increasing minimal Hausdorff distance to a query
@@ -30,15 +32,16 @@ const leafSize = 16
 //     still a scan, O(m²) per fit: see kthMax.
 //
 // Distances are computed from the same float64 values, in the same
-// coordinate order, as minHausdorffBelow and maxHausdorffBelow, and a node's
-// lower bound sums squared gaps in that order too; floating-point rounding is
-// monotone, so the bound never exceeds the computed distance of a point
-// below it and the results are bit-identical to the brute-force scan (ties
-// included: see itemLess).
+// coordinate order, as minHausdorffBelow, and a node's box bound sums
+// squared gaps in that order too; floating-point rounding is monotone, so
+// that bound never exceeds the computed distance of a point below it (the
+// ball bound keeps a margin for its rounding: see nodeBound), and the
+// results are bit-identical to the brute-force scan (ties included: see
+// itemLess).
 //
 // The tree is built from the model state at fit and decode time and is not
 // serialized, so the model format is unchanged. It is immutable after
-// setRadii; queries use per-call scratch (scratchPool).
+// setRadii; queries use per-call scratch from pool.
 type bagIndex struct {
 	dim   int
 	leaf  int32 // most points of a leaf
@@ -54,7 +57,7 @@ type bagIndex struct {
 	empty []int
 	// radius[i] is the citation radius of bag i (nil until setRadii).
 	radius []float64
-	bags   [][][]float64 // the training bags, for exact maximal Hausdorff distances
+	bags   [][][]float64 // the training bags, for kthMax's scan
 	pool   sync.Pool     // *queryScratch
 }
 
@@ -66,8 +69,9 @@ type kdNode struct {
 }
 
 // newBagIndex builds the tree over bags (each a list of dim-dimensional
-// points). The split is deterministic (widest coordinate, median by
-// coordinate then point number), so the tree depends on the data only.
+// points). The splits are deterministic (2-means from fixed starting
+// points, ties by point number), so the tree depends on the data only,
+// never on the worker count.
 func newBagIndex(bags [][][]float64, dim int) *bagIndex {
 	return newBagIndexLeaf(bags, dim, leafSize)
 }

@@ -76,11 +76,12 @@ func indexedModel(t testing.TB, bags [][][]float64, labels [][]int, dim, k, refs
 }
 
 // TestCitationIndexMatchesBruteForce is the differential test of the index
-// against the scan it replaced, on random data with and without ties and
-// duplicate bags, for both Hausdorff distances. It catches an index that
-// misses a neighbour or a citer (a node bound that is not a lower bound, a
-// wrong max-radius per node), orders tied bags other than by bag number, or
-// stops the maximal-Hausdorff stream before a bag that should come first; it
+// against the scan it replaced, on random data with and without ties,
+// duplicate bags and bags without instances, for both Hausdorff distances.
+// It catches an index that misses a neighbour or a citer (a node bound that
+// is not a lower bound, a wrong largest radius per node), orders tied bags
+// other than by bag number, stops the references or the rank search early,
+// or computes a radius wrongly (either distance, any worker count); it
 // compares radii, the full neighbour order, the labels and the scores with
 // ==, not within a tolerance.
 func TestCitationIndexMatchesBruteForce(t *testing.T) {
