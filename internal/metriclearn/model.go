@@ -455,12 +455,12 @@ func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 }
 
 // citationKNN is the citation-kNN of Wang and Zucker (2000) with the minimal
-// Hausdorff distance, extended to label sets as in Zhou's MIML experiments:
-// the voters are the Refs nearest training bags (references) and the
-// training bags that would count the new bag among their Citers nearest
-// neighbours (citers); class c is predicted when more than half of the votes
-// carry it. When no class reaches a majority the best-scored one is
-// predicted, since every bag of these collections has at least one label.
+// or maximal Hausdorff distance, extended to label sets as in Zhou's MIML
+// experiments: the voters are the Refs nearest training bags (references)
+// and the training bags that would count the new bag among their Citers
+// nearest neighbours (citers); class c is predicted when more than half of
+// the votes carry it. When no class reaches a majority the best-scored one
+// is predicted, since every bag of these collections has at least one label.
 //
 // The score of class c is (votes_c + 0.5/(1 + r_c)) / votes, where r_c is the
 // rank (by distance, ties by bag number) of the nearest training bag carrying
@@ -475,7 +475,8 @@ func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 // nearest carrier of every class, and under that distance even the nearest
 // bags are at the range of the distances between classes (one instance
 // of a class the query lacks is enough), where no index bound prunes; a
-// best-first search measured 3x slower than the scan (BenchmarkCitationKNNIndex).
+// best-first search measured 2 to 3 times slower than the scan on
+// MSCV2-shaped data (BenchmarkCitationKNNIndex).
 func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 	if m.st.Hausdorff == HausdorffMax {
 		return m.citationKNNScan(g)
@@ -550,8 +551,8 @@ func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
 // citationKNNScan is citationKNN by a scan of every training bag, as it was
 // before the index: the reference the index is checked against, and the
 // path under the maximal Hausdorff distance (see citationKNN). It is the
-// citation-kNN of Wang and Zucker (2000), extended to label sets as in Zhou's MIML experiments:
-// the voters are the Refs nearest training bags (references) and the
+// citation-kNN of Wang and Zucker (2000), extended to label sets as in
+// Zhou's MIML experiments: the voters are the Refs nearest training bags (references) and the
 // training bags that would count the new bag among their Citers nearest
 // neighbours (citers); class c is predicted when more than half of the votes
 // carry it. When no class reaches a majority the best-scored one is
@@ -570,8 +571,9 @@ func (m *Model) citationKNNScan(g [][]float64) ([]int, []float64) {
 	all := make([]nb, len(m.st.TrainBags))
 	votes := make([]float64, k)
 	total := 0.0
+	dist := bagDistance(m.st.Hausdorff)
 	for i, tb := range m.st.TrainBags {
-		d := bagDistance(m.st.Hausdorff)(g, tb, math.Inf(1))
+		d := dist(g, tb, math.Inf(1))
 		all[i] = nb{d, i}
 		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
 			for _, c := range m.st.TrainLabels[i] {
