@@ -47,8 +47,15 @@
 // The state (State) stores L (or the landmarks and the composed kernel
 // map), the centroids and, for citation-kNN, every training bag projected to
 // the k-dim space with its labels and citation radius: n_train × k floats
-// plus m_train floats. Fitting computes the radii with O(m²) bag distances,
-// pruned by the running c-th smallest distance.
+// plus m_train floats. Citation-kNN goes through an index of the projected
+// training instances (bagIndex, a 2-means tree with box and ball bounds,
+// built at fit and decode time and not serialized): under the minimal
+// Hausdorff distance a query visits only the tree nodes near the query's
+// instances, and a fit computes each bag's radius by one bounded index
+// search instead of a scan of all m bags. Under the maximal distance both
+// still scan every bag (O(m) per query, O(m²) per fit; see kthMax and
+// citationKNN for why the bounds did not pay). Results are
+// identical to the brute-force scan, ties included (TestCitationIndexMatchesBruteForce).
 //
 // # Parameters (models.FitOptions.Params, parsed by ParseConfig; ParamSpecs lists them)
 //
