@@ -23,8 +23,9 @@ import (
 // buffer before writing, so that encoding a message is one allocation and
 // never a copy of the half-written message. Each case makes one term of
 // the size estimate large enough to matter. Catches a term of the estimate
-// dropped, subtracted or divided (the buffer then grows, and the message
-// is copied, while it is written).
+// dropped, subtracted or divided, or the room left in the caller's buffer
+// miscounted (the buffer then grows, and the message is copied, while it
+// is written, or a buffer with room enough is replaced).
 func TestProtoEncodersAllocateOnce(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	rows := func(k, d int) [][]float64 {
@@ -94,6 +95,21 @@ func TestProtoEncodersAllocateOnce(t *testing.T) {
 	buf := make([]byte, 0, 4096)
 	if a := testing.AllocsPerRun(20, func() { _ = m.AppendProto(buf) }); a != 0 {
 		t.Errorf("AppendProto into a large enough buffer: %v allocations, want 0", a)
+	}
+	// Re-encoding into the buffer of the last encoding of the same message,
+	// the loop of a producer that reuses its buffer, allocates nothing.
+	reuse := m.AppendProto(nil)[:0]
+	if a := testing.AllocsPerRun(20, func() { _ = m.AppendProto(reuse) }); a != 0 {
+		t.Errorf("AppendProto into its own last buffer (capacity %d): %v allocations, want 0", cap(reuse), a)
+	}
+	// A full buffer is grown once, by what the message needs beyond it.
+	m = wire.BagMessage{SchemaVersion: 1, ID: "b", Dim: 8, Instances: rows(30, 8)}
+	full := bytes.Repeat([]byte{7}, 1100)
+	if a := testing.AllocsPerRun(20, func() { _ = m.AppendProto(full) }); a != 1 {
+		t.Errorf("AppendProto after %d bytes: %v allocations, want 1", len(full), a)
+	}
+	if got, want := m.AppendProto(full), append(slices.Clip(full), m.AppendProto(nil)...); !bytes.Equal(got, want) {
+		t.Errorf("AppendProto after %d bytes: the prefix or the message changed", len(full))
 	}
 }
 
