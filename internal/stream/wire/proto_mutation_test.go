@@ -17,7 +17,8 @@ import (
 )
 
 // The tests of this file were written against the survivors of a mutation
-// run of proto.go (docs/mutation.md); each names the fault it catches.
+// run of proto.go and bagdecode.go (docs/mutation.md says which test kills
+// which); each names the fault it catches.
 
 // TestProtoEncodersAllocateOnce: AppendProto and MarshalProto size their
 // buffer before writing, so that encoding a message is one allocation and
