@@ -3,9 +3,12 @@ package featurestore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/models"
 )
 
 func TestDeleteEdges(t *testing.T) { forEachBackend(t, testDeleteEdges) }
@@ -74,4 +77,31 @@ func testDeleteEdges(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	if c, err := r2.Alias(ctx, AliasCurrent); err != nil || c != two[1] {
 		t.Errorf("current = %q, %v; want %s", c, err, two[1])
 	}
+}
+
+// TestPutTakesImplicitClassesFromTheEnvelope catches Put leaving the
+// implicit classes out of a version's metadata when the caller gives none
+// (the metadata would then disagree with its own envelope and the version
+// be refused as corrupt, or an annotator score a model with an appended
+// "unknown" class over the wrong vocabulary).
+func TestPutTakesImplicitClassesFromTheEnvelope(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := testCtx(t)
+		r := NewRegistry(rdb, prefix)
+		classes := append(append([]string(nil), abc...), "unknown")
+		b, err := models.Encode(fixtureModel{meta: models.Meta{Kind: "orlr", Dim: 3, Classes: classes, ImplicitClasses: []string{"unknown"}}, state: "implicit"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := r.Put(ctx, b, VersionMeta{})
+		if err != nil {
+			t.Fatalf("Put of a model with an implicit class: %v", err)
+		}
+		if !slices.Equal(m.ImplicitClasses, []string{"unknown"}) {
+			t.Errorf("Put metadata implicit classes = %q, want [unknown]", m.ImplicitClasses)
+		}
+		if _, got, err := r.Get(ctx, m.Version); err != nil || !slices.Equal(got.ImplicitClasses, []string{"unknown"}) {
+			t.Errorf("Get = %q, %v; want implicit classes [unknown]", got.ImplicitClasses, err)
+		}
+	})
 }
