@@ -518,27 +518,7 @@ func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 			total++
 		}
 	}
-	scores := make([]float64, k)
-	var labels []int
-	for c := range scores {
-		bonus := 0.0
-		if rank[c] >= 0 {
-			bonus = 0.5 / float64(1+rank[c])
-		}
-		scores[c] = (votes[c] + bonus) / max(total, 1)
-		if votes[c] > total/2 {
-			labels = append(labels, c)
-		}
-	}
-	if len(labels) == 0 {
-		labels = []int{0}
-		for c := range scores {
-			if scores[c] > scores[labels[0]] {
-				labels[0] = c
-			}
-		}
-	}
-	return labels, scores
+	return voteLabels(votes, rank, total)
 }
 
 func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
@@ -607,7 +587,30 @@ func (m *Model) citationKNNScan(g [][]float64) ([]int, []float64) {
 			break
 		}
 	}
-	scores := make([]float64, k)
+	return voteLabels(votes, rank, total)
+}
+
+// sqDistBelow is ‖a − b‖², or any value >= bound once the partial sum
+// reaches it (the caller only keeps values below bound).
+func sqDistBelow(a, b []float64, bound float64) float64 {
+	s := 0.0
+	for i := range a {
+		t := a[i] - b[i]
+		s += t * t
+		if s >= bound {
+			return s
+		}
+	}
+	return s
+}
+
+// voteLabels turns citation-kNN votes into a label set and scores, the same
+// for the index and the scan: class c's score is (votes_c + 0.5/(1 + r_c)) /
+// votes, r_c the rank of the nearest training bag carrying c (-1: none), and
+// c is predicted when more than half of the votes carry it, or the
+// best-scored class when none does.
+func voteLabels(votes []float64, rank []int, total float64) ([]int, []float64) {
+	scores := make([]float64, len(votes))
 	var labels []int
 	for c := range scores {
 		bonus := 0.0
@@ -628,18 +631,4 @@ func (m *Model) citationKNNScan(g [][]float64) ([]int, []float64) {
 		}
 	}
 	return labels, scores
-}
-
-// sqDistBelow is ‖a − b‖², or any value >= bound once the partial sum
-// reaches it (the caller only keeps values below bound).
-func sqDistBelow(a, b []float64, bound float64) float64 {
-	s := 0.0
-	for i := range a {
-		t := a[i] - b[i]
-		s += t * t
-		if s >= bound {
-			return s
-		}
-	}
-	return s
 }
