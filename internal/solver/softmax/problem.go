@@ -218,33 +218,7 @@ func (p *Problem) chunk(j int, wm *mat.Dense, g []float64, scratch []float64, ca
 	for r := 0; r < rows; r++ {
 		lr := logits[r*c : (r+1)*c]
 		zr := z.RawRowView(r)
-		tr := t[r*c : (r+1)*c]
-		tsum := 0.0
-		mx := math.Inf(-1)
-		for k, tv := range tr {
-			if tv != 0 {
-				val += tv * lr[k]
-				tsum += tv
-			}
-			mx = max(mx, lr[k])
-		}
-		// One exponential per class serves both log Σ exp z and, for the
-		// gradient, the probabilities (exp dominates the cost here).
-		s := 0.0
-		for k, v := range lr {
-			e := math.Exp(v - mx)
-			zr[k] = e
-			s += e
-		}
-		val -= tsum * (mx + math.Log(s))
-		if g != nil {
-			// Reuse the row for T − P·ΣT: the gradient of Σ_c t_c log p_c
-			// is Σ_c (t_c − p_c ΣT) x.
-			inv := tsum / s
-			for k := range zr {
-				zr[k] = tr[k] - inv*zr[k]
-			}
-		}
+		val = addRowObjective(val, lr, t[r*c:(r+1)*c], zr, g != nil)
 	}
 	if g != nil {
 		gm := mat.NewDense(c, d1, g)
@@ -489,4 +463,37 @@ func (o *LBFGS) push(w0, w1, g0, g1 []float64) {
 	o.s = append(o.s, s)
 	o.y = append(o.y, y)
 	o.rho = append(o.rho, 1/sy)
+}
+
+// addRowObjective adds to val one instance's term Σ_c t_c log p_c of the
+// objective, from its logits lr and soft targets tr, in the order the sum
+// always used (so results stay bit for bit); with grad it leaves T − P·ΣT in
+// zr, the row's factor of the gradient (Σ_c (t_c − p_c ΣT) x). Dense and
+// sparse problems share it.
+func addRowObjective(val float64, lr, tr, zr []float64, grad bool) float64 {
+	tsum := 0.0
+	mx := math.Inf(-1)
+	for k, tv := range tr {
+		if tv != 0 {
+			val += tv * lr[k]
+			tsum += tv
+		}
+		mx = max(mx, lr[k])
+	}
+	// One exponential per class serves both log Σ exp z and, for the
+	// gradient, the probabilities (exp dominates the cost here).
+	s := 0.0
+	for k, v := range lr {
+		e := math.Exp(v - mx)
+		zr[k] = e
+		s += e
+	}
+	val -= tsum * (mx + math.Log(s))
+	if grad {
+		inv := tsum / s
+		for k := range zr {
+			zr[k] = tr[k] - inv*zr[k]
+		}
+	}
+	return val
 }

@@ -81,29 +81,7 @@ func (p *Problem) chunkSparse(j int, w []float64, g []float64, scratch []float64
 	for r := range rows {
 		lr := logits[r*c : (r+1)*c]
 		zr := z[r*c : (r+1)*c]
-		tr := t[r*c : (r+1)*c]
-		tsum := 0.0
-		mx := math.Inf(-1)
-		for k, tv := range tr {
-			if tv != 0 {
-				val += tv * lr[k]
-				tsum += tv
-			}
-			mx = max(mx, lr[k])
-		}
-		s := 0.0
-		for k, v := range lr {
-			e := math.Exp(v - mx)
-			zr[k] = e
-			s += e
-		}
-		val -= tsum * (mx + math.Log(s))
-		if g != nil {
-			inv := tsum / s
-			for k := range zr {
-				zr[k] = tr[k] - inv*zr[k]
-			}
-		}
+		val = addRowObjective(val, lr, t[r*c:(r+1)*c], zr, g != nil)
 	}
 	if g != nil {
 		clear(g)
