@@ -586,19 +586,8 @@ func (s *solver) nearestMean(b []int) int {
 // svm trains the class-balanced linear SVM on ex by Pegasos-style SGD from
 // w (warm start), and returns the averaged iterate and its objective.
 func (s *solver) svm(ctx context.Context, ex []example, w []float64, tau *float64, rng *rand.Rand) ([]float64, float64, error) {
-	np := 0
-	for _, e := range ex {
-		if e.pos {
-			np++
-		}
-	}
 	n := len(ex)
-	weight := func(p bool) float64 {
-		if p {
-			return float64(n) / float64(2*max(np, 1))
-		}
-		return float64(n) / float64(2*max(n-np, 1))
-	}
+	weight := balancedWeight(ex)
 	w = slices.Clone(w)
 	avg := make([]float64, len(w))
 	steps := s.cfg.Epochs * n
@@ -646,4 +635,21 @@ func (s *solver) svm(ctx context.Context, ex []example, w []float64, tau *float6
 		obj += s.cfg.C / float64(n) * weight(e.pos) * math.Max(0, 1-y*dot(avg, s.x[e.row]))
 	}
 	return avg, obj, nil
+}
+
+// balancedWeight returns the class-balanced example weight of the SVM loss:
+// n / (2·n⁺) for a positive example and n / (2·n⁻) for a negative one.
+func balancedWeight(ex []example) func(pos bool) float64 {
+	n, np := len(ex), 0
+	for _, e := range ex {
+		if e.pos {
+			np++
+		}
+	}
+	return func(pos bool) float64 {
+		if pos {
+			return float64(n) / float64(2*max(np, 1))
+		}
+		return float64(n) / float64(2*max(n-np, 1))
+	}
 }

@@ -143,19 +143,8 @@ func (l *sparseLinearLearner) train(ctx context.Context, ex []example) (func(int
 // draws, the same averaged iterate and objective, in O(non-zeros) per step
 // (the weights and their running average are kept by package sparsesgd).
 func (s *solver) svmSparse(ctx context.Context, ex []example, w0 []float64, tau *float64, rng *rand.Rand) ([]float64, float64, error) {
-	np := 0
-	for _, e := range ex {
-		if e.pos {
-			np++
-		}
-	}
 	n := len(ex)
-	weight := func(p bool) float64 {
-		if p {
-			return float64(n) / float64(2*max(np, 1))
-		}
-		return float64(n) / float64(2*max(n-np, 1))
-	}
+	weight := balancedWeight(ex)
 	st := sparsesgd.New(w0)
 	steps := s.cfg.Epochs * n
 	half := steps / 2
