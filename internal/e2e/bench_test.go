@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -127,11 +128,12 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	go func() {
 		_ = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
 			now := time.Now()
-			// What the consumer needs of an annotation, not all of it (in
-			// JSON; the binary encoding is read whole, which costs less).
+			// What the consumer needs of an annotation (its id and
+			// ingestion time), read without decoding the rest, in either
+			// encoding: a consumer that needs the scores pays for them.
 			var ann struct {
-				BagID      string     `json:"bag_id"`
-				IngestedAt *time.Time `json:"ingested_at"`
+				BagID      string
+				IngestedAt *time.Time
 			}
 			if ct := kafkaio.ContentType(m.Headers); wire.FormatOf(ct) == wire.FormatProtobuf {
 				id, at, err := annotationHead(m.Value)
@@ -139,8 +141,10 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 					return err
 				}
 				ann.BagID, ann.IngestedAt = id, at
-			} else if err := json.Unmarshal(m.Value, &ann); err != nil {
+			} else if id, at, err := annotationHeadJSON(m.Value); err != nil {
 				return err
+			} else {
+				ann.BagID, ann.IngestedAt = id, at
 			}
 			var lat time.Duration
 			if ann.IngestedAt != nil {
@@ -382,6 +386,58 @@ func annotateAll(b *testing.B, m models.Model, bags []mil.Bag, workers int) {
 	wg.Wait()
 }
 
+// annotationHeadJSON reads what the benchmark's consumer needs of a JSON
+// annotation, bag_id and ingested_at, without decoding the scores: the
+// annotator writes bag_id second and ingested_at after the scores
+// (wire.AnnotationMessage.MarshalJSON), and a string value never holds
+// an unescaped quote, so `,"ingested_at":"` can only be that member.
+// Anything else is decoded whole. TestAnnotationHeadJSON holds it to
+// encoding/json.
+func annotationHeadJSON(raw []byte) (id string, ingested *time.Time, err error) {
+	whole := func() (string, *time.Time, error) {
+		var ann struct {
+			BagID      string     `json:"bag_id"`
+			IngestedAt *time.Time `json:"ingested_at"`
+		}
+		err := json.Unmarshal(raw, &ann)
+		return ann.BagID, ann.IngestedAt, err
+	}
+	const idKey, atKey = `,"bag_id":"`, `,"ingested_at":"`
+	i := bytes.Index(raw, []byte(idKey))
+	if i < 0 || !bytes.HasPrefix(raw, []byte(`{"schema_version":`)) || bytes.IndexByte(raw[len(`{"schema_version":`):i], '"') >= 0 {
+		return whole()
+	}
+	s := raw[i+len(idKey)-1:]
+	end := 1
+	for end < len(s) && s[end] != '"' {
+		if s[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(s) {
+		return whole()
+	}
+	if bytes.IndexByte(s[:end], '\\') < 0 {
+		id = string(s[1:end])
+	} else if err := json.Unmarshal(s[:end+1], &id); err != nil {
+		return "", nil, err
+	}
+	if j := bytes.Index(raw, []byte(atKey)); j >= 0 {
+		v := raw[j+len(atKey):]
+		k := bytes.IndexByte(v, '"')
+		if k < 0 {
+			return whole()
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(v[:k]))
+		if err != nil {
+			return "", nil, err
+		}
+		ingested = &t
+	}
+	return id, ingested, nil
+}
+
 // annotationHead reads what the benchmark's consumer needs of a binary
 // annotation (schemas/mimlstream.proto: bag_id = 2, ingested_at = 14),
 // skipping the rest, as the JSON consumer unmarshals two fields only.
@@ -453,6 +509,37 @@ func TestAnnotationHead(t *testing.T) {
 		id, at, err := annotationHead(raw)
 		if err != nil || id != full.BagID || (at == nil) != (full.IngestedAt == nil) || (at != nil && !at.Equal(*full.IngestedAt)) {
 			t.Errorf("head %q %v %v; full %q %v", id, at, err, full.BagID, full.IngestedAt)
+		}
+	}
+}
+
+// TestAnnotationHeadJSON: the benchmark consumer's partial read of a JSON
+// annotation gives what encoding/json gives, for ids that need escaping or
+// hold the text of the ingestion time's key, with and without an ingestion
+// time. Catches a consumer that misreads an id (so a bag would never count
+// as arrived) or a time (so the latency is wrong).
+func TestAnnotationHeadJSON(t *testing.T) {
+	now := time.Date(2026, 11, 25, 19, 0, 1, 234567891, time.FixedZone("x", 3600))
+	for _, id := range []string{"MSCV2-7", `a"b\\c`, `<&>` + "\u2028\t", `x,"ingested_at":"2001-01-01T00:00:00Z"`, "é"} {
+		for _, ingested := range []*time.Time{nil, &now} {
+			a := wire.AnnotationMessage{SchemaVersion: 1, BagID: id, Source: `,"ingested_at":"1999"`, Model: "orlr", ModelVersion: "v1", Mode: "inductive",
+				Classes: []string{"a", "b"}, InstanceScores: [][]float64{{0.25, 0.75}}, BagLabels: []int{1}, BagScores: []float64{0.2, 0.8},
+				LatencyMS: 0.5, IngestedAt: ingested, AnnotatedAt: now.Add(time.Second), Annotator: "x"}
+			raw, err := a.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var full struct {
+				BagID      string     `json:"bag_id"`
+				IngestedAt *time.Time `json:"ingested_at"`
+			}
+			if err := json.Unmarshal(raw, &full); err != nil {
+				t.Fatal(err)
+			}
+			gotID, at, err := annotationHeadJSON(raw)
+			if err != nil || gotID != full.BagID || (at == nil) != (full.IngestedAt == nil) || (at != nil && !at.Equal(*full.IngestedAt)) {
+				t.Errorf("%s: head %q %v %v; encoding/json %q %v", raw, gotID, at, err, full.BagID, full.IngestedAt)
+			}
 		}
 	}
 }
