@@ -76,6 +76,14 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 		b.Fatal(err)
 	}
 	workers := runtime.GOMAXPROCS(0)
+	// The producers' linger (--linger of ingest and the annotator):
+	// MIMLSTREAM_BENCH_LINGER, default kafkaio.DefaultLinger.
+	linger := kafkaio.DefaultLinger
+	if v := os.Getenv("MIMLSTREAM_BENCH_LINGER"); v != "" {
+		if linger, err = time.ParseDuration(v); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	// The annotate step alone: the annotator's work without Kafka, JSON or
 	// Redis, on the same bags in the same modes, with the same workers.
@@ -114,7 +122,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	defer cancel()
 	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: "bench", Topics: topics, Name: "bench",
 		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
-		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format})
+		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format, Linger: linger})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -154,7 +162,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 			return nil
 		})
 	}()
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1, Compression: codec, Format: format})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 0.5, Seed: 1, Compression: codec, Format: format, Linger: linger})
 	if err != nil {
 		b.Fatal(err)
 	}

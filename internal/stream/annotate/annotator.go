@@ -69,6 +69,9 @@ type AnnotatorConfig struct {
 	CommitInterval time.Duration
 	// Compression compresses the outputs' record batches (zero: none).
 	Compression kafka.Compression
+	// Linger is how long a partial produce request of outputs waits for
+	// more records (kafkaio.ProducerConfig.Linger; <= 0: kafkaio.DefaultLinger).
+	Linger time.Duration
 	// Format encodes the annotations (zero: JSON). Bags are decoded in the
 	// format each one's content-type header names, whatever this says;
 	// dead letters are JSON.
@@ -480,7 +483,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 	}
 	a.maxOut.Store(int64(a.outputLimit(limit)))
 	w := kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: a.cfg.Brokers, Security: a.cfg.Security, MaxMessageBytes: limit,
-		StallAfter: a.cfg.StallAfter, Compression: a.cfg.Compression, Logger: log})
+		StallAfter: a.cfg.StallAfter, Compression: a.cfg.Compression, Linger: a.cfg.Linger, Logger: log})
 	a.producer.Store(w)
 	defer func() {
 		a.consuming.Store(false)

@@ -38,6 +38,7 @@ type Config struct {
 	MaxInFlight    int
 	CommitInterval time.Duration
 	Compression    kafkaio.CompressionFlag
+	Linger         time.Duration
 	// WireFormat encodes the annotations (bags are read in either).
 	WireFormat      wire.Format
 	MaxMessageBytes int
@@ -68,7 +69,7 @@ func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c := Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
-		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
+		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: kafkaio.DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 	c.QualitySampleRate, c.QualityWindow, c.QualityInterval, c.QualityBucket = 0.25, 10*time.Minute, 2*time.Second, time.Minute
 	c.ShadowMinBags, c.ShadowMargin = 200, 0.005
@@ -89,6 +90,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "batches annotated and written concurrently, between their fetch and the acknowledgement of their outputs")
 	fs.DurationVar(&c.CommitInterval, "commit-interval", c.CommitInterval, "period of the offset commits (only of bags whose outputs, and those of every bag before them, are acknowledged)")
 	fs.Var(&c.Compression, "compression", "compression of the outputs: none, gzip, snappy, lz4 or zstd")
+	fs.DurationVar(&c.Linger, "linger", c.Linger, "how long a partial produce request of outputs waits for the records of other batches (Kafka's linger.ms): shorter for latency when traffic is light, longer for fewer requests when it is heavy")
 	fs.Var(&c.WireFormat, "wire-format", "encoding of the annotations: json (schemas/annotation.schema.json) or protobuf (schemas/mimlstream.proto, content-type application/x-protobuf); bags are read in the format their content-type header names")
 	fs.DurationVar(&c.Poll, "poll", c.Poll, "period of the registry check backing up promotion notifications")
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit); outputs stay within it and within the max.message.bytes the broker reports (0: 1 MiB)")
@@ -183,7 +185,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
 		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
-		StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(),
+		StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(), Linger: cfg.Linger,
 		Format: cfg.WireFormat, Obs: rt.Obs(),
 	}
 	if !cfg.NoFeatureCache {

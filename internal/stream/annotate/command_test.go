@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -117,5 +119,24 @@ func TestWireFormatFlag(t *testing.T) {
 	c.register(fs)
 	if err := fs.Parse([]string{"--wire-format", "protobuf"}); err != nil || c.WireFormat != wire.FormatProtobuf {
 		t.Errorf("--wire-format protobuf: %q %v", c.WireFormat, err)
+	}
+}
+
+// TestLingerFlag: --linger reaches the config, and its default is the
+// producer's.
+func TestLingerFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, kafkaio.DefaultLinger},
+		{[]string{"--linger", "250us"}, 250 * time.Microsecond},
+	} {
+		fs := flag.NewFlagSet("annotator", flag.ContinueOnError)
+		cfg := DefaultConfig()
+		cfg.register(fs)
+		if err := fs.Parse(c.args); err != nil || cfg.Linger != c.want {
+			t.Errorf("%q: linger %v %v, want %v", c.args, cfg.Linger, err, c.want)
+		}
 	}
 }

@@ -38,6 +38,7 @@ type Config struct {
 	// Compression.
 	InFlight    int
 	Compression kafkaio.CompressionFlag
+	Linger      time.Duration
 	// WireFormat encodes the bags published.
 	WireFormat wire.Format
 	// The HTTP endpoint (--listen): bearer tokens, TLS, body limit,
@@ -52,7 +53,7 @@ type Config struct {
 // DefaultConfig returns the defaults of the ingest flags.
 func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
-		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true, InFlight: 4, Compression: "none", WireFormat: wire.FormatJSON,
+		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true, InFlight: 4, Compression: "none", Linger: kafkaio.DefaultLinger, WireFormat: wire.FormatJSON,
 		MaxBodyBytes: 64 << 20, MaxConcurrent: 8,
 		Timeouts: httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute}}
 }
@@ -79,6 +80,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Batch, "batch", c.Batch, "bags per produce batch")
 	fs.IntVar(&c.InFlight, "in-flight", c.InFlight, "produce batches of one stream (the file, standard input, an HTTP request) in flight at once")
 	fs.Var(&c.Compression, "compression", "compression of the produced batches: none, gzip, snappy, lz4 or zstd")
+	fs.DurationVar(&c.Linger, "linger", c.Linger, "how long a partial produce request waits for the records of other batches (Kafka's linger.ms): shorter for latency when traffic is light, longer for fewer requests when it is heavy")
 	fs.Var(&c.WireFormat, "wire-format", "encoding of the bags published: json (schemas/bag.schema.json) or protobuf (schemas/mimlstream.proto, content-type application/x-protobuf; input given as JSON lines is checked as JSON, then sent in it)")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
@@ -193,7 +195,7 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 	}
 	pub, err := NewPublisher(PublisherConfig{Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
 		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes,
-		InFlight: cfg.InFlight, Compression: cfg.Compression.Codec(), Format: cfg.WireFormat, Obs: rt.Obs()})
+		InFlight: cfg.InFlight, Compression: cfg.Compression.Codec(), Linger: cfg.Linger, Format: cfg.WireFormat, Obs: rt.Obs()})
 	if err != nil {
 		rt.Close()
 		return nil, err

@@ -51,6 +51,9 @@ type PublisherConfig struct {
 	StallAfter time.Duration
 	// Compression compresses the record batches (zero: none).
 	Compression kafka.Compression
+	// Linger is how long a partial produce request waits for more records
+	// (kafkaio.ProducerConfig.Linger; <= 0: kafkaio.DefaultLinger).
+	Linger time.Duration
 	// Format encodes the bags published (zero: JSON). Bags given as JSON
 	// (PublishRaw) are checked as JSON, then sent in Format; dead letters
 	// keep the original.
@@ -172,7 +175,7 @@ func (p *Publisher) producer(ctx context.Context) *kafkaio.Producer {
 		p.cfg.Obs.Logger.Warn("the cluster does not report the topics' max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
 	}
 	p.w = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: p.cfg.Brokers, Security: p.cfg.Security, MaxMessageBytes: limit,
-		StallAfter: p.cfg.StallAfter, Compression: p.cfg.Compression, Logger: p.cfg.Obs.Logger})
+		StallAfter: p.cfg.StallAfter, Compression: p.cfg.Compression, Linger: p.cfg.Linger, Logger: p.cfg.Obs.Logger})
 	return p.w
 }
 

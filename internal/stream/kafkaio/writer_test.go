@@ -87,7 +87,7 @@ func msg(topic, key string, size int) kafka.Message {
 // byte more is refused before anything is sent.
 func TestRecordSizeMatchesKafkaGo(t *testing.T) {
 	_, brokers := cluster(t, map[string]int{"t": 0})
-	w := newWriter(brokers, kafkasec.Conn{}, 8192, 1, 0)
+	w := newWriter(brokers, kafkasec.Conn{}, 8192, 1, 0, DefaultLinger)
 	defer w.Close()
 	h := []kafka.Header{{Key: "traceparent", Value: bytes.Repeat([]byte{'0'}, 55)}, {Key: "k", Value: nil}}
 	base := RecordSize(kafka.Message{Key: []byte("key"), Headers: h})
@@ -151,7 +151,7 @@ func TestProducerBoundsRequests(t *testing.T) {
 		msgs = append(msgs, msg("dl", "same-key", 226_000+i))
 	}
 	// The failure being fixed: one request per partition of 5 MB.
-	old := newWriter(brokers, kafkasec.Conn{}, 16<<20, 1000, 0)
+	old := newWriter(brokers, kafkasec.Conn{}, 16<<20, 1000, 0, DefaultLinger)
 	old.MaxAttempts = 1
 	err := old.WriteMessages(ctx, msgs...)
 	old.Close()
@@ -313,5 +313,19 @@ func TestCompressedWritesReadBack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProducerLinger: the producer's writers wait Linger for a partial
+// request (kafka-go's BatchTimeout), DefaultLinger when unset.
+func TestProducerLinger(t *testing.T) {
+	for _, c := range []struct {
+		linger, want time.Duration
+	}{{0, DefaultLinger}, {-1, DefaultLinger}, {250 * time.Microsecond, 250 * time.Microsecond}} {
+		p := NewProducer(ProducerConfig{Brokers: []string{"127.0.0.1:1"}, Linger: c.linger})
+		if p.batch.BatchTimeout != c.want || p.single.BatchTimeout != c.want {
+			t.Errorf("linger %v: batch %v single %v, want %v", c.linger, p.batch.BatchTimeout, p.single.BatchTimeout, c.want)
+		}
+		_ = p.Close()
 	}
 }
