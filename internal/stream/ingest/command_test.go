@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -198,5 +199,29 @@ func TestWireFormatFlag(t *testing.T) {
 	want, _ := v.DecodeBag([]byte(fmt.Sprintf(goodBag, "wf-1")))
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("published %+v %v, want %+v", got, err, want)
+	}
+}
+
+// TestLingerFlag: --linger (and its environment variable) reaches the
+// config, and its default is the producer's.
+func TestLingerFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, kafkaio.DefaultLinger},
+		{[]string{"--linger", "300us"}, 300 * time.Microsecond},
+	} {
+		fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+		cfg := DefaultConfig()
+		cfg.register(fs)
+		if err := fs.Parse(c.args); err != nil || cfg.Linger != c.want {
+			t.Errorf("%q: linger %v %v, want %v", c.args, cfg.Linger, err, c.want)
+		}
+	}
+	var out bytes.Buffer
+	err := Command(context.Background(), service.Env{Stdout: &out, Stderr: &out}, []string{"--brokers", "127.0.0.1:1", "--jsonl", "-", "--linger", "soon"})
+	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "linger") {
+		t.Errorf("--linger soon: %v, want a usage error naming the flag", err)
 	}
 }
