@@ -53,9 +53,9 @@ type AnnotatorConfig struct {
 	// Workers annotating a batch in parallel; <= 0 means all cores.
 	Workers int
 	// BatchSize bounds a batch. A batch takes the messages that have
-	// arrived; only while earlier batches wait to be annotated does it
-	// wait, at most BatchWait, to fill (an idle annotator serves a lone bag
-	// at once).
+	// arrived; while the annotation stage is busy with earlier batches it
+	// goes on gathering, until the stage is free or at most BatchWait (an
+	// idle annotator serves a lone bag at once).
 	BatchSize int
 	BatchWait time.Duration
 	// MaxInFlight bounds the batches between their fetch and the

@@ -86,7 +86,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.VerifyKey, "verify-key", c.VerifyKey, "PEM `file` of the Ed25519 public key models must be signed with (retrainer --signing-key); unsigned or badly signed models are refused (empty: signatures not checked)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
-	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a batch may wait to fill while earlier batches wait to be annotated (an idle annotator does not wait)")
+	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "at most this long a batch gathers bags while the annotation stage is busy with earlier batches (a batch goes out as soon as the stage is free: an idle annotator does not wait)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "batches annotated and written concurrently, between their fetch and the acknowledgement of their outputs")
 	fs.DurationVar(&c.CommitInterval, "commit-interval", c.CommitInterval, "period of the offset commits (only of bags whose outputs, and those of every bag before them, are acknowledged)")
 	fs.Var(&c.Compression, "compression", "compression of the outputs: none, gzip, snappy, lz4 or zstd")

@@ -161,10 +161,23 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 
 	processQ := make(chan *inflight, a.cfg.MaxInFlight)
 	writeQ := make(chan *inflight)
+	// idle holds a token while the process stage waits for a batch with
+	// none queued: the batch being gathered goes out the moment it does.
+	idle := make(chan struct{}, 1)
 	var stages sync.WaitGroup
 	stages.Go(func() {
 		defer close(writeQ)
-		for b := range processQ {
+		for {
+			if len(processQ) == 0 {
+				select {
+				case idle <- struct{}{}:
+				default:
+				}
+			}
+			b, ok := <-processQ
+			if !ok {
+				return
+			}
 			b.outs = a.processBatch(work, a.model.Load(), b.msgs)
 			fl.claimKeys(b)
 			writeQ <- b
@@ -216,7 +229,7 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 		if fl.acquire(failed) != nil {
 			break
 		}
-		batch := a.nextBatch(failed, fetched, len(processQ) > 0)
+		batch := a.nextBatch(failed, fetched, idle)
 		if len(batch) == 0 {
 			fl.release()
 			continue
@@ -224,6 +237,13 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 		track.Add(batch...)
 		b := &inflight{msgs: batch}
 		fl.start(b)
+		// The stage is about to be busy with b: a token left from when it
+		// was idle (a batch that filled before the stage was asked) would
+		// send the next batch off at once instead of letting it gather.
+		select {
+		case <-idle:
+		default:
+		}
 		processQ <- b
 	}
 	stopFetch()
@@ -252,11 +272,15 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 }
 
 // nextBatch returns up to BatchSize fetched messages: it blocks for the
-// first, then takes what has already arrived. Only when other batches are
-// queued for processing (so this one would wait anyway) does it also wait,
-// up to BatchWait, for the batch to fill: a lone bag is not held back
-// waiting for company. It returns nil when ctx ends first.
-func (a *Annotator) nextBatch(ctx context.Context, fetched <-chan kafka.Message, queued bool) []kafka.Message {
+// first, then takes what has already arrived. If the process stage is busy
+// (no token in idle), the batch would wait for it anyway, so it goes on
+// gathering what arrives until the stage is free, the batch is full or
+// BatchWait has passed, whichever is first: under load batches grow, and
+// a bag is never held back while the stage waits for work (a fixed wait
+// whenever batches were queued held the bags of a light stream back by up
+// to BatchWait: the p99 latency at a tenth of the rate). It returns nil
+// when ctx ends first.
+func (a *Annotator) nextBatch(ctx context.Context, fetched <-chan kafka.Message, idle <-chan struct{}) []kafka.Message {
 	var first kafka.Message
 	select {
 	case m, ok := <-fetched:
@@ -280,8 +304,13 @@ func (a *Annotator) nextBatch(ctx context.Context, fetched <-chan kafka.Message,
 		}
 		break
 	}
-	if len(batch) == a.cfg.BatchSize || !queued {
+	if len(batch) == a.cfg.BatchSize {
 		return batch
+	}
+	select {
+	case <-idle:
+		return batch
+	default:
 	}
 	t := time.NewTimer(a.cfg.BatchWait)
 	defer t.Stop()
@@ -292,6 +321,8 @@ func (a *Annotator) nextBatch(ctx context.Context, fetched <-chan kafka.Message,
 				return batch
 			}
 			batch = append(batch, m)
+		case <-idle:
+			return batch
 		case <-t.C:
 			return batch
 		case <-ctx.Done():
