@@ -122,6 +122,11 @@ type bagDecoder struct {
 	floats  []float64  // the features, row after row (sparse: the values)
 	rowLens []int      // the features per row (sparse: the entries)
 	idx     []int32    // the indices of the sparse instances, one after another
+
+	// The binary decoder's scratch space for the values of the sparse
+	// instances and the entries of each (parseProto).
+	vals             []float64
+	idxLens, valLens []int
 }
 
 // decode decodes and checks one bag message, raw, with d's scratch space
@@ -134,7 +139,8 @@ func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
 	// A view of raw, not a copy: nothing d reads from it outlives this
 	// call but through message(), which copies, or an error's text,
 	// which fmt copies.
-	*d = bagDecoder{s: unsafe.String(unsafe.SliceData(raw), len(raw)), floats: d.floats[:0], rowLens: d.rowLens[:0], idx: d.idx[:0]}
+	*d = bagDecoder{s: unsafe.String(unsafe.SliceData(raw), len(raw)), floats: d.floats[:0], rowLens: d.rowLens[:0], idx: d.idx[:0],
+		vals: d.vals[:0], idxLens: d.idxLens[:0], valLens: d.valLens[:0]}
 	defer func() { d.s, d.m, d.others = "", BagMessage{}, nil }()
 	if err := d.document(); err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
