@@ -149,7 +149,7 @@ func (d *Dataset) IsSparse() bool {
 }
 
 // Densified returns d with every sparse bag converted to dense rows, for
-// the consumers that only read Instances (the wire encoder, the models
+// the consumers that only read Instances (the dense file writers, the models
 // without a sparse path). Dense bags and the returned dataset share
 // storage with d; d itself is returned when it has no sparse bag.
 func (d *Dataset) Densified() *Dataset {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
@@ -97,8 +98,9 @@ type message struct {
 	Reason *wire.Reason `json:"reason"`
 	// annotation
 	BagID *string `json:"bag_id"`
-	// bag
-	Instances *[][]float64 `json:"instances"`
+	// bag, dense or sparse
+	Instances       *[][]float64     `json:"instances"`
+	SparseInstances *[]mil.SparseVec `json:"sparse_instances"`
 }
 
 // FormatMessage renders one message for a person: where it is
@@ -132,7 +134,7 @@ func FormatMessage(m kafka.Message) string {
 		if err := json.Unmarshal(m.Value, &a); err == nil {
 			return formatAnnotation(where, a)
 		}
-	case probe.Instances != nil:
+	case probe.Instances != nil || probe.SparseInstances != nil:
 		var b wire.BagMessage
 		if err := json.Unmarshal(m.Value, &b); err == nil {
 			return formatBag(where, b)
@@ -183,7 +185,10 @@ func formatDeadLetter(where string, d wire.DeadLetter) string {
 }
 
 func formatBag(where string, m wire.BagMessage) string {
-	s := fmt.Sprintf("%s bag %s dim %d, %d instances", where, m.ID, m.Dim, len(m.Instances))
+	s := fmt.Sprintf("%s bag %s dim %d, %d instances", where, m.ID, m.Dim, m.Bag().Len())
+	if m.SparseInstances != nil {
+		s += " (sparse)"
+	}
 	if m.Labels != nil {
 		s += fmt.Sprintf(", labels {%s}", strings.Join(names(m.Labels, m.Classes), ", "))
 	}

@@ -727,17 +727,19 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	if err != nil {
 		return models.Annotation{}, "", nil, err
 	}
-	bag := bm.Bag()
+	// A sparse bag stays sparse for a kind with a sparse path; a kind
+	// without one reads dense rows.
+	bag := a.cfg.Kinds.BagFor(sm.model.Meta().Kind, bm.Bag(), sm.meta.Dim)
 	mode := models.Inductive
 	if bag.Labeled() {
 		mode = models.Transductive
 	}
 	ictx, ispan := a.tracer.Start(ctx, "infer", trace.WithAttributes(
-		attribute.String("model.kind", sm.meta.Kind), attribute.String("mode", string(mode)), attribute.Int("instances", len(bag.Instances))))
+		attribute.String("model.kind", sm.meta.Kind), attribute.String("mode", string(mode)), attribute.Int("instances", bag.Len())))
 	defer ispan.End()
 	var ann models.Annotation
 	if sm.mapper != nil {
-		ann, err = a.cache.annotate(ictx, sm.mapper, bag, mode)
+		ann, err = a.cache.annotate(ictx, sm.mapper, bag, sm.meta.Dim, mode)
 	} else {
 		ann, err = sm.model.Annotate(ictx, bag, mode)
 	}

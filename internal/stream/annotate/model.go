@@ -84,11 +84,20 @@ func (c *cachedMapper) trip(err error) {
 }
 
 // annotate maps every instance (through the cache when it answers) and
-// annotates the mapped bag.
-func (c *cachedMapper) annotate(ctx context.Context, fm models.FeatureMapper, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+// annotates the mapped bag. The instances of a sparse bag are mapped
+// dense, of dimension dim, one at a time: the mapping takes dense rows,
+// and the cache key is that of the same row sent dense, so both encodings
+// of an instance share its entry.
+func (c *cachedMapper) annotate(ctx context.Context, fm models.FeatureMapper, b *mil.Bag, dim int, mode models.Mode) (models.Annotation, error) {
 	space := fm.FeatureSpace()
-	mapped := make([][]float64, len(b.Instances))
-	for i, x := range b.Instances {
+	mapped := make([][]float64, b.Len())
+	for i := range mapped {
+		var x []float64
+		if b.Sparse != nil {
+			x = b.Sparse[i].Dense(dim)
+		} else {
+			x = b.Instances[i]
+		}
 		var key string
 		if c != nil && c.available() {
 			key = instanceKey(space, x)

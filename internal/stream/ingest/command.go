@@ -322,8 +322,9 @@ func (s *Service) ingestDataset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The wire carries dense instances.
-	ds = ds.Densified()
+	// Sparse bags (MILL sparse, sparse ARFF) go out sparse: the wire has
+	// an encoding for them, and densifying a text bag multiplies its size
+	// by thousands.
 	bags := ds.Bags
 	if s.cfg.Limit > 0 && s.cfg.Limit < len(bags) {
 		bags = bags[:s.cfg.Limit]

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -224,4 +227,94 @@ func TestLingerFlag(t *testing.T) {
 	if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "linger") {
 		t.Errorf("--linger soon: %v, want a usage error naming the flag", err)
 	}
+}
+
+// TestIngestSparseFile: a MILL sparse file through ingest's file path goes
+// out sparse, in either wire format: every message carries
+// sparse_instances (no dense rows), and decodes to the bag the loader
+// read, indices and values alike. Catches the dataset densified on the
+// way (the wire once carried dense rows only) and a sparse bag altered by
+// either encoder.
+func TestIngestSparseFile(t *testing.T) {
+	brokers := startBroker(t)
+	topics := wire.DefaultTopics()
+	path := filepath.Join(t.TempDir(), "sparse.data")
+	// Four bags over 70000 features (1-based in the file): dense, each row would be 560 KB.
+	body := "i1,b1,1,5:2,1:0.5,70000:-3\ni2,b1,1,\ni3,b2,0,2:1\ni4,b3,0,1:1e-7,7:4\ni5,b3,0,7:1\ni6,b4,1,40000:2.5\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ds.IsSparse() || ds.Dim != 70000 || len(ds.Bags) != 4 {
+		t.Fatalf("loaded %d bags, dim %d, sparse %v", len(ds.Bags), ds.Dim, ds.IsSparse())
+	}
+	v, _ := wire.NewValidator(0)
+	want := map[string]*wire.BagMessage{}
+	for i := range ds.Bags {
+		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], ds.Name, ds.Dim, ds.Classes, false))
+		if want[ds.Bags[i].ID], err = v.DecodeBag(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := strings.Join(brokers, ",")
+	for _, format := range []wire.Format{wire.FormatJSON, wire.FormatProtobuf} {
+		var stdout, stderr bytes.Buffer
+		env := service.Env{Stdout: &stdout, Stderr: &stderr}
+		args := []string{"--brokers", b, "--data", path, "--label-fraction", "1", "--progress=false", "--wire-format", string(format)}
+		if err := Command(context.Background(), env, args); err != nil {
+			t.Fatalf("%s: %v\n%s", format, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "published 4 bags") {
+			t.Fatalf("%s: summary %s", format, stdout.String())
+		}
+	}
+	// The topic has two partitions: the messages of the two runs come in
+	// any order; the content type says which run wrote each.
+	perType := map[string]int{}
+	for _, m := range readMessages(t, brokers, topics.Annotate, 8) {
+		ct := kafkaio.ContentType(m.Headers)
+		perType[ct]++
+		if ct == wire.ContentTypeJSON && (!bytes.Contains(m.Value, []byte(`"sparse_instances":[`)) || bytes.Contains(m.Value, []byte(`"instances"`))) {
+			t.Errorf("%s is not sparse: %.200s", m.Key, m.Value)
+		}
+		// A dense bag of dim 70000 would be over 500 KB.
+		if len(m.Value) > 1000 {
+			t.Errorf("%s (%s) is %d bytes: densified?", m.Key, ct, len(m.Value))
+		}
+		bm, err := v.DecodeBagAs(ct, m.Value)
+		if err != nil {
+			t.Fatalf("%s (%s): %v", m.Key, ct, err)
+		}
+		if bm.Instances != nil || !reflect.DeepEqual(bm, want[bm.ID]) {
+			t.Errorf("%s: got %+v, want %+v", ct, bm, want[bm.ID])
+		}
+	}
+	if perType[wire.ContentTypeJSON] != 4 || perType[wire.ContentTypeProtobuf] != 4 {
+		t.Errorf("content types %v, want 4 of each", perType)
+	}
+}
+
+// readMessages returns the first n messages of topic.
+func readMessages(t *testing.T, brokers []string, topic string, n int) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []kafka.Message
+	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, fmt.Sprintf("read-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+		out = append(out, m)
+		if len(out) >= n {
+			return kafkaio.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < n {
+		t.Fatalf("%s: %d messages, want %d", topic, len(out), n)
+	}
+	return out
 }

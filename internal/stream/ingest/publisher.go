@@ -341,7 +341,7 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, 
 		}
 		if span.IsRecording() {
 			span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
-				attribute.Int("bag.instances", len(bm.Instances)))
+				attribute.Int("bag.instances", bm.Bag().Len()))
 		}
 		h := kafkaio.HeadersAs(sctx, p.cfg.Obs.Propagator, p.cfg.Format)
 		if transcode {

@@ -873,12 +873,14 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		res.Parent = curMeta.Version
 	}
 	start := time.Now()
-	cand, err := kind.Fit(ctx, train, opt)
+	// A window with sparse bags is densified for a kind without a sparse
+	// path, as for a fit from a file.
+	cand, err := kind.Fit(ctx, kind.DataFor(train), opt)
 	res.FitTime = time.Since(start)
 	if err != nil {
 		return res, fmt.Errorf("fit %s on %d bags: %w", r.cfg.Kind, len(train.Bags), err)
 	}
-	res.Candidate, err = Evaluate(ctx, cand, test)
+	res.Candidate, err = Evaluate(ctx, cand, kind.DataFor(test))
 	if err != nil {
 		return res, fmt.Errorf("evaluate candidate: %w", err)
 	}
@@ -888,7 +890,11 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	case !compatible:
 		res.Promoted, res.Reason = true, "current model has another vocabulary or dimension"
 	default:
-		res.Current, err = Evaluate(ctx, cur, test)
+		curKind, kerr := r.cfg.Kinds.Lookup(cur.Meta().Kind)
+		if kerr != nil {
+			curKind = models.Kind{} // decoded, so known; dense rows in any case
+		}
+		res.Current, err = Evaluate(ctx, cur, curKind.DataFor(test))
 		if err != nil {
 			res.Promoted, res.Reason = true, "current model fails on the held-out slice: "+err.Error()
 			break

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -422,5 +423,59 @@ func TestTrainOffsetsWaitForDeadLetters(t *testing.T) {
 	}
 	if r.Len() != 2 {
 		t.Errorf("window holds %d bags, want the 2 good ones", r.Len())
+	}
+}
+
+// TestRetrainerFitsSparseBags: training bags that arrive sparse (in
+// either wire format) enter the window sparse, and a kind without a
+// sparse path (the centroid kind) is fitted and evaluated on them
+// densified: the refit succeeds and the model it promotes is the one the
+// same window sent dense gives (the same held-out metrics). Catches sparse
+// bags handed to a fit or an evaluation that reads dense rows only.
+func TestRetrainerFitsSparseBags(t *testing.T) {
+	ds := streamtest.SmallDataset(40)
+	sp := &mil.Dataset{Name: ds.Name, Classes: ds.Classes, Dim: ds.Dim, Bags: make([]mil.Bag, len(ds.Bags))}
+	for i, b := range ds.Bags {
+		sp.Bags[i] = mil.Bag{ID: b.ID, Labels: b.Labels}
+		for _, x := range b.Instances {
+			sp.Bags[i].Sparse = append(sp.Bags[i].Sparse, mil.SparseOf(x))
+		}
+	}
+	results := map[string]RefitResult{}
+	for _, c := range []struct {
+		name   string
+		data   *mil.Dataset
+		format wire.Format
+	}{{"dense", ds, wire.FormatJSON}, {"sparse JSON", sp, wire.FormatJSON}, {"sparse binary", sp, wire.FormatProtobuf}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1, Format: c.format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pub.Close()
+			if rej, err := pub.PublishDataset(ctx, c.data, c.data.Bags); err != nil || len(rej) != 0 {
+				t.Fatalf("publish: %v %+v", err, rej)
+			}
+			r := h.retrainer(func(c *RetrainerConfig) { c.Every = 1000 })
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			streamtest.WaitFor(t, 20*time.Second, "window filled", func() bool { return r.Len() == 40 })
+			res, err := r.Refit(ctx)
+			if err != nil || !res.Promoted {
+				t.Fatalf("refit: %+v %v", res, err)
+			}
+			results[c.name] = res
+			cancel()
+			<-done
+		})
+	}
+	want := results["dense"].Candidate
+	for _, name := range []string{"sparse JSON", "sparse binary"} {
+		if got := results[name]; got.TrainBags != results["dense"].TrainBags || !reflect.DeepEqual(got.Candidate, want) {
+			t.Errorf("%s: %d train bags, held-out %v; dense: %d, %v", name, got.TrainBags, got.Candidate, results["dense"].TrainBags, want)
+		}
 	}
 }

@@ -30,14 +30,17 @@ import (
 //  2. malformed_json: not JSON, or JSON that parsers may read differently
 //     (ErrAmbiguous: a repeated key, invalid UTF-8, an unpaired surrogate
 //     escape), or nested deeper than encoding/json's 10000 levels;
-//  3. empty_bag: "instances" is [];
-//  4. non_finite: a feature that is a number too large for a float64
-//     (1e999) or a string that reads as NaN or ±Inf ("NaN", "-Infinity");
-//  5. schema: anything else the schema rejects, and integers that do not
-//     fit an int;
-//  6. dimension, labels: the bag invariants (an instance whose length is
-//     not dim; labels out of range or not ascending; instance labels not one
-//     per instance or out of range; labels with an empty vocabulary).
+//  3. empty_bag: "instances" or "sparse_instances" is [];
+//  4. non_finite: a feature (a dense one, or a value of a sparse instance)
+//     that is a number too large for a float64 (1e999) or a string that
+//     reads as NaN or ±Inf ("NaN", "-Infinity");
+//  5. schema: anything else the schema rejects, integers that do not fit
+//     an int, and the rules of a sparse instance the schema states in
+//     words (indices strictly ascending, one value per index);
+//  6. dimension, labels: the bag invariants (a dense instance whose length
+//     is not dim, a sparse index not below dim; labels out of range or not
+//     ascending; instance labels not one per instance or out of range;
+//     labels with an empty vocabulary).
 //
 // Syntax faults end decoding at once; the faults of classes 3 to 5 are
 // noted and decoding goes on, since a syntax fault later in the message
@@ -71,6 +74,7 @@ const (
 	seenClasses
 	seenLabels
 	seenInstanceLabels
+	seenSparseInstances
 )
 
 // propertyBit returns the seen bit of a bag property, 0 for a property the
@@ -93,6 +97,8 @@ func propertyBit(key string) uint {
 		return seenLabels
 	case "instance_labels":
 		return seenInstanceLabels
+	case "sparse_instances":
+		return seenSparseInstances
 	}
 	return 0
 }
@@ -112,9 +118,15 @@ type bagDecoder struct {
 	nonFinite error
 	schema    error
 
-	m       BagMessage // every field but Instances
-	floats  []float64  // the features, row after row
-	rowLens []int
+	m       BagMessage // every field but Instances and SparseInstances
+	floats  []float64  // the features, row after row (sparse: the values)
+	rowLens []int      // the features per row (sparse: the entries)
+	idx     []int32    // the indices of the sparse instances, one after another
+
+	// The binary decoder's scratch space for the values of the sparse
+	// instances and the entries of each (parseProto).
+	vals             []float64
+	idxLens, valLens []int
 }
 
 // decode decodes and checks one bag message, raw, with d's scratch space
@@ -127,7 +139,8 @@ func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
 	// A view of raw, not a copy: nothing d reads from it outlives this
 	// call but through message(), which copies, or an error's text,
 	// which fmt copies.
-	*d = bagDecoder{s: unsafe.String(unsafe.SliceData(raw), len(raw)), floats: d.floats[:0], rowLens: d.rowLens[:0]}
+	*d = bagDecoder{s: unsafe.String(unsafe.SliceData(raw), len(raw)), floats: d.floats[:0], rowLens: d.rowLens[:0], idx: d.idx[:0],
+		vals: d.vals[:0], idxLens: d.idxLens[:0], valLens: d.valLens[:0]}
 	defer func() { d.s, d.m, d.others = "", BagMessage{}, nil }()
 	if err := d.document(); err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
@@ -160,12 +173,16 @@ func (d *bagDecoder) schemaf(format string, args ...any) {
 // bytes in one allocation.
 func (d *bagDecoder) message() *BagMessage {
 	m := d.m
-	m.Instances = make([][]float64, len(d.rowLens))
-	floats := slices.Clone(d.floats)
-	at := 0
-	for k, n := range d.rowLens {
-		m.Instances[k] = floats[at : at+n : at+n]
-		at += n
+	if d.seen&seenSparseInstances != 0 {
+		m.SparseInstances = sparseRows(d.idx, d.floats, d.rowLens)
+	} else {
+		m.Instances = make([][]float64, len(d.rowLens))
+		floats := slices.Clone(d.floats)
+		at := 0
+		for k, n := range d.rowLens {
+			m.Instances[k] = floats[at : at+n : at+n]
+			at += n
+		}
 	}
 	n := len(m.ID) + len(m.Source)
 	for _, c := range m.Classes {
@@ -185,6 +202,25 @@ func (d *bagDecoder) message() *BagMessage {
 		m.Classes[k], all = all[:len(c)], all[len(c):]
 	}
 	return &m
+}
+
+// sparseRows builds sparse instances from their indices and values, one
+// instance after another, lens entries each: copies sharing two backing
+// arrays, each slice capped so an append to one cannot spill into the
+// next, and never nil (an instance without entries has empty arrays, as
+// its JSON has).
+func sparseRows(idx []int32, vals []float64, lens []int) []mil.SparseVec {
+	out := make([]mil.SparseVec, len(lens))
+	is := make([]int32, len(idx))
+	copy(is, idx)
+	vs := make([]float64, len(vals))
+	copy(vs, vals)
+	at := 0
+	for k, n := range lens {
+		out[k] = mil.SparseVec{Idx: is[at : at+n : at+n], Val: vs[at : at+n : at+n]}
+		at += n
+	}
+	return out
 }
 
 // document decodes the whole message: one value and nothing after it but
@@ -231,10 +267,16 @@ func (d *bagDecoder) bag() error {
 	for _, p := range [...]struct {
 		bit  uint
 		name string
-	}{{seenSchemaVersion, "schema_version"}, {seenID, "id"}, {seenDim, "dim"}, {seenInstances, "instances"}} {
+	}{{seenSchemaVersion, "schema_version"}, {seenID, "id"}, {seenDim, "dim"}} {
 		if d.seen&p.bit == 0 {
 			d.schemaf("missing required property %q", p.name)
 		}
+	}
+	switch d.seen & (seenInstances | seenSparseInstances) {
+	case 0:
+		d.schemaf("missing required property \"instances\" or \"sparse_instances\"")
+	case seenInstances | seenSparseInstances:
+		d.schemaf("both instances and sparse_instances")
 	}
 	if d.seen&seenLabels != 0 && d.seen&seenClasses == 0 {
 		d.schemaf("labels without classes")
@@ -288,6 +330,8 @@ func (d *bagDecoder) member() error {
 		return err
 	case seenInstances:
 		return d.instances()
+	case seenSparseInstances:
+		return d.sparseInstances()
 	case seenClasses:
 		d.m.Classes, err = d.stringArray()
 		return err
@@ -421,7 +465,11 @@ func (d *bagDecoder) row(k int) error {
 }
 
 // feature decodes feature j of instance k: a number, or a fault.
-func (d *bagDecoder) feature(k, j int) error {
+func (d *bagDecoder) feature(k, j int) error { return d.number64(k, j, "feature", 3) }
+
+// number64 decodes a feature nested depth deep, what (of instance k, at
+// j) in the errors: a number, or a fault.
+func (d *bagDecoder) number64(k, j int, what string, depth int) error {
 	d.space()
 	switch {
 	case d.atNumber():
@@ -431,7 +479,7 @@ func (d *bagDecoder) feature(k, j int) error {
 		}
 		f := parseFloat(lit)
 		if math.IsInf(f, 0) && d.nonFinite == nil {
-			d.nonFinite = fmt.Errorf("instance %d feature %d = %s: %w", k, j, lit, mil.ErrNonFinite)
+			d.nonFinite = fmt.Errorf("instance %d %s %d = %s: %w", k, what, j, lit, mil.ErrNonFinite)
 		}
 		d.floats = append(d.floats, f)
 		return nil
@@ -445,13 +493,155 @@ func (d *bagDecoder) feature(k, j int) error {
 		s = strings.TrimSpace(s)
 		f, err := strconv.ParseFloat(s, 64)
 		if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) && d.nonFinite == nil {
-			d.nonFinite = fmt.Errorf("instance %d feature %d = %q: %w", k, j, s, mil.ErrNonFinite)
+			d.nonFinite = fmt.Errorf("instance %d %s %d = %q: %w", k, what, j, s, mil.ErrNonFinite)
 		}
-		d.schemaf("instance %d feature %d is a string", k, j)
+		d.schemaf("instance %d %s %d is a string", k, what, j)
 		return nil
 	}
-	d.schemaf("instance %d feature %d is not a number", k, j)
-	return d.skip(3)
+	d.schemaf("instance %d %s %d is not a number", k, what, j)
+	return d.skip(depth)
+}
+
+// sparseInstances decodes the sparse instances: the indices of one
+// instance after another into d.idx, the values into d.floats, the
+// entries of each into d.rowLens.
+func (d *bagDecoder) sparseInstances() error {
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		d.schemaf("sparse_instances is not an array")
+		return d.skip(1)
+	}
+	if d.open() {
+		d.empty = true
+		return nil
+	}
+	for k := 0; ; k++ {
+		d.space()
+		if d.i < len(d.s) && d.s[d.i] == '{' {
+			if err := d.sparseInstance(k); err != nil {
+				return err
+			}
+		} else {
+			if err := d.skip(2); err != nil {
+				return err
+			}
+			d.schemaf("sparse instance %d is not an object", k)
+		}
+		if more, err := d.next(']'); !more {
+			return err
+		}
+	}
+}
+
+// sparseInstance decodes sparse instance k, an object {"idx":[...],
+// "val":[...]}, with the schema's rules and those it states in words
+// (indices strictly ascending, one value per index) as schema faults.
+func (d *bagDecoder) sparseInstance(k int) error {
+	d.i++ // {
+	d.space()
+	var hasIdx, hasVal bool // the key was there
+	nIdx, nVal := -1, -1    // entries of the array, -1 when not an array
+	var others map[string]bool
+	if d.i < len(d.s) && d.s[d.i] == '}' {
+		d.i++
+	} else {
+		for {
+			key, err := d.key()
+			if err != nil {
+				return err
+			}
+			switch {
+			case (key == "idx" && hasIdx) || (key == "val" && hasVal) || others[key]:
+				return fmt.Errorf("%w: key %q repeated in one object", ErrAmbiguous, key)
+			case key == "idx":
+				hasIdx = true
+				if nIdx, err = d.sparseIndices(k); err != nil {
+					return err
+				}
+			case key == "val":
+				hasVal = true
+				if nVal, err = d.sparseValues(k); err != nil {
+					return err
+				}
+			default:
+				if others == nil {
+					others = map[string]bool{}
+				}
+				others[key] = true
+				d.schemaf("sparse instance %d: property %q is not in the schema", k, key)
+				if err := d.skip(3); err != nil {
+					return err
+				}
+			}
+			more, err := d.next('}')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	switch {
+	case !hasIdx:
+		d.schemaf("sparse instance %d: missing required property \"idx\"", k)
+	case !hasVal:
+		d.schemaf("sparse instance %d: missing required property \"val\"", k)
+	case nIdx >= 0 && nVal >= 0 && nIdx != nVal:
+		d.schemaf("sparse instance %d: %d indices and %d values", k, nIdx, nVal)
+	}
+	d.rowLens = append(d.rowLens, max(nIdx, 0))
+	return nil
+}
+
+// sparseIndices decodes the indices of sparse instance k into d.idx and
+// returns how many there are (-1: not an array).
+func (d *bagDecoder) sparseIndices(k int) (int, error) {
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		d.schemaf("sparse instance %d: idx is not an array", k)
+		return -1, d.skip(3)
+	}
+	start := len(d.idx)
+	if d.open() {
+		return 0, nil
+	}
+	for {
+		d.space()
+		j, err := d.integer("idx", 0, 4)
+		if err != nil {
+			return 0, err
+		}
+		switch n := len(d.idx) - start; {
+		case j > math.MaxInt32:
+			d.schemaf("sparse instance %d: idx %d is more than %d", k, j, math.MaxInt32)
+		case n > 0 && int32(j) <= d.idx[len(d.idx)-1]:
+			d.schemaf("sparse instance %d: idx not strictly ascending (%d after %d)", k, j, d.idx[len(d.idx)-1])
+		}
+		d.idx = append(d.idx, int32(j))
+		if more, err := d.next(']'); !more {
+			return len(d.idx) - start, err
+		}
+	}
+}
+
+// sparseValues decodes the values of sparse instance k into d.floats and
+// returns how many there are (-1: not an array).
+func (d *bagDecoder) sparseValues(k int) (int, error) {
+	if d.i >= len(d.s) || d.s[d.i] != '[' {
+		d.schemaf("sparse instance %d: val is not an array", k)
+		return -1, d.skip(3)
+	}
+	start := len(d.floats)
+	if d.open() {
+		return 0, nil
+	}
+	for e := 0; ; e++ {
+		if err := d.number64(k, e, "value", 4); err != nil {
+			return 0, err
+		}
+		if more, err := d.next(']'); !more {
+			return len(d.floats) - start, err
+		}
+	}
 }
 
 // stringValue decodes a string nested depth deep; another value is a
@@ -606,7 +796,8 @@ func uniqueInts(v []int) bool {
 }
 
 // checkInvariants checks what the schema cannot say, on a message that
-// passed it: every instance of length dim; labels ascending class indices
+// passed it: every dense instance of length dim, every sparse index below
+// dim; labels ascending class indices
 // within the vocabulary, which they need; instance labels one per instance,
 // each a class index or -1. The schema already bounds labels (>= 0) and
 // instance labels (>= -1) from below.
@@ -616,6 +807,13 @@ func checkInvariants(m *BagMessage) error {
 			return Reject(ReasonDimension, fmt.Errorf("bag %q instance %d: %w (got %d, want %d)", m.ID, k, mil.ErrDimension, len(x), m.Dim))
 		}
 	}
+	for k, v := range m.SparseInstances {
+		// Ascending: the last index is the largest.
+		if n := len(v.Idx); n > 0 && int(v.Idx[n-1]) >= m.Dim {
+			return Reject(ReasonDimension, fmt.Errorf("bag %q instance %d: %w (index %d, dim %d)", m.ID, k, mil.ErrDimension, v.Idx[n-1], m.Dim))
+		}
+	}
+	instances := len(m.Instances) + len(m.SparseInstances) // one of them is 0
 	classes := len(m.Classes)
 	for i, l := range m.Labels {
 		if classes > 0 && l >= classes {
@@ -626,8 +824,8 @@ func checkInvariants(m *BagMessage) error {
 		}
 	}
 	if m.InstanceLabels != nil {
-		if len(m.InstanceLabels) != len(m.Instances) {
-			return Reject(ReasonLabels, fmt.Errorf("bag %q: %w (%d labels, %d instances)", m.ID, mil.ErrInstanceMeta, len(m.InstanceLabels), len(m.Instances)))
+		if len(m.InstanceLabels) != instances {
+			return Reject(ReasonLabels, fmt.Errorf("bag %q: %w (%d labels, %d instances)", m.ID, mil.ErrInstanceMeta, len(m.InstanceLabels), instances))
 		}
 		for _, l := range m.InstanceLabels {
 			if classes > 0 && l >= classes {

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -50,6 +51,13 @@ func sameMessage(got, want *wire.BagMessage) string {
 			}
 		}
 	}
+	for k := range want.SparseInstances {
+		for e, x := range want.SparseInstances[k].Val {
+			if math.Float64bits(got.SparseInstances[k].Val[e]) != math.Float64bits(x) {
+				return fmt.Sprintf("sparse instance %d value %d: %v, reference %v", k, e, got.SparseInstances[k].Val[e], x)
+			}
+		}
+	}
 	return ""
 }
 
@@ -69,6 +77,105 @@ func bag(members ...string) string {
 		}
 	}
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// sparseBag writes a sparse bag message (dim 4) with the given members
+// after the required ones; members replaces a required one of the same
+// name.
+func sparseBag(members ...string) string {
+	req := map[string]string{"schema_version": `1`, "id": `"b"`, "dim": `4`, "sparse_instances": `[{"idx":[0,2],"val":[1,2]},{"idx":[3],"val":[-1]}]`}
+	var parts []string
+	for _, m := range members {
+		name, _, _ := strings.Cut(strings.TrimPrefix(m, `"`), `"`)
+		delete(req, name)
+		parts = append(parts, m)
+	}
+	for _, name := range []string{"schema_version", "id", "dim", "sparse_instances"} {
+		if v, ok := req[name]; ok {
+			parts = append([]string{fmt.Sprintf("%q:%s", name, v)}, parts...)
+		}
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// sparseSeeds are sparse bags on both sides of every rule of a sparse
+// instance: the schema's (types, required keys, no other key, idx >= 0
+// and at most 2^31-1, idx unique), those it states in words (idx strictly
+// ascending, one value per index: schema faults the reference checks
+// after the schema), the invariant (idx below dim: dimension), non-finite
+// values written as the dense tests write them, both encodings or
+// neither, and the precedence of the reasons among them.
+func sparseSeeds() []string {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	si := func(insts ...string) string { return `"sparse_instances":[` + strings.Join(insts, ",") + `]` }
+	seeds := []string{
+		// Valid: one instance, several, empty instances, the largest
+		// index, spacing, key order, negative zero.
+		sparseBag(), sparseBag(si(`{"idx":[],"val":[]}`)), sparseBag(si(`{"idx":[0],"val":[1]}`, `{"idx":[],"val":[]}`)),
+		sparseBag(si(`{"val":[2,3],"idx":[1,3]}`)), sparseBag(si(` { "idx" : [ 0 , 1 ] , "val" : [ -0 , 5e-1 ] } `)),
+		sparseBag(`"dim":2147483648`, si(`{"idx":[2147483647],"val":[1]}`)), sparseBag(`"dim":1`, si(`{"idx":[0],"val":[1]}`)),
+		sparseBag(si(`{"idx":[-0],"val":[1e-7]}`)), sparseBag(si(`{"idx":[0,1,2,3],"val":[1,2,3,4]}`)),
+		sparseBag(`"labels":[0]`, `"classes":["a"]`, `"instance_labels":[0,-1]`, `"source":"s"`),
+		// Indices: unsorted, repeated, negative, out of range (of dim and
+		// of 32 bits), not integers.
+		sparseBag(si(`{"idx":[2,0],"val":[1,2]}`)), sparseBag(si(`{"idx":[1,1],"val":[1,2]}`)), sparseBag(si(`{"idx":[0,-0],"val":[1,2]}`)),
+		sparseBag(si(`{"idx":[0,2,1],"val":[1,2,3]}`)), sparseBag(si(`{"idx":[-1],"val":[1]}`)), sparseBag(si(`{"idx":[4],"val":[1]}`)),
+		sparseBag(si(`{"idx":[0,3],"val":[1,1]}`, `{"idx":[5],"val":[1]}`)), sparseBag(`"dim":2147483648`, si(`{"idx":[2147483648],"val":[1]}`)),
+		sparseBag(si(`{"idx":[9223372036854775808],"val":[1]}`)), sparseBag(si(`{"idx":[1.0],"val":[1]}`)), sparseBag(si(`{"idx":[1e0],"val":[1]}`)),
+		sparseBag(si(`{"idx":[0.5],"val":[1]}`)), sparseBag(si(`{"idx":["1"],"val":[1]}`)), sparseBag(si(`{"idx":[null],"val":[1]}`)),
+		sparseBag(si(`{"idx":["NaN"],"val":[1]}`)), sparseBag(si(`{"idx":[1e999],"val":[1]}`)), sparseBag(si(`{"idx":[1,1.0],"val":[1,2]}`)),
+		// Lengths: more indices than values and the reverse; with other
+		// faults.
+		sparseBag(si(`{"idx":[0,1],"val":[1]}`)), sparseBag(si(`{"idx":[0],"val":[1,2]}`)), sparseBag(si(`{"idx":[],"val":[1]}`)),
+		sparseBag(si(`{"idx":[5],"val":[1,2]}`)), sparseBag(si(`{"idx":[1,0],"val":[1]}`)), sparseBag(si(`{"idx":[0,1],"val":[1,"NaN"]}`, `{"idx":[9],"val":[1]}`)),
+		// Values: NaN and ±Inf as the dense tests write them (bare:
+		// malformed; as strings: non_finite; too large: non_finite), other
+		// strings and types (schema).
+		sparseBag(si(`{"idx":[0],"val":[NaN]}`)), sparseBag(si(`{"idx":[0],"val":[Infinity]}`)), sparseBag(si(`{"idx":[0],"val":["NaN"]}`)),
+		sparseBag(si(`{"idx":[0],"val":[" -Infinity "]}`)), sparseBag(si(`{"idx":[0],"val":["+Inf"]}`)), sparseBag(si(`{"idx":[0],"val":[1e999]}`)),
+		sparseBag(si(`{"idx":[0],"val":[-1e309]}`)), sparseBag(si(`{"idx":[0],"val":["1.5"]}`)), sparseBag(si(`{"idx":[0],"val":[null]}`)),
+		sparseBag(si(`{"idx":[0],"val":[true]}`)), sparseBag(si(`{"idx":[0],"val":[[1]]}`)), sparseBag(si(`{"idx":[0],"val":[{}]}`)),
+		sparseBag(si(`{"idx":[0],"val":[1e-400]}`)), sparseBag(si(`{"idx":[0],"val":[1.7976931348623159e308]}`)),
+		// Non-finite outranks schema faults before and after it, and
+		// loses to an empty bag and to malformed JSON.
+		sparseBag(si(`{"idx":[1,0],"val":[1,2]}`, `{"idx":[0],"val":["NaN"]}`)), sparseBag(`"x":1`, si(`{"idx":[0],"val":[1e999]}`)),
+		sparseBag(si(`{"idx":[0],"val":["NaN"],"x":1}`)), sparseBag(si(`{"idx":[0],"val":["NaN"]}`, `7`)),
+		sparseBag(si(`{"idx":[0],"val":["NaN"]}`), `"instances":[]`), sparseBag(si(`{"idx":[0],"val":["NaN"]}`), `"x":`),
+		sparseBag(`"schema_version":2`, si(`{"idx":[7],"val":["Infinity"]}`)), sparseBag(si(`{"idx":[0],"val":[1e999]}`, `{"idx":[0]}`)),
+		// The instance objects: keys missing, extra, repeated (escaped
+		// too); not objects.
+		sparseBag(si(`{"idx":[0]}`)), sparseBag(si(`{"val":[1]}`)), sparseBag(si(`{}`)), sparseBag(si(`{"idx":[0],"val":[1],"x":1}`)),
+		sparseBag(si(`{"idx":[0],"val":[1],"idx":[0]}`)), sparseBag(si(`{"idx":[0],"val":[1],"val":[1]}`)), sparseBag(si(`{"idx":[0],"val":[1],"x":1,"x":2}`)),
+		sparseBag(si(`{"idx":[0],"val":[1],"x":{"a":1,"a":2}}`)), sparseBag(si(`{"idx":null,"val":[1]}`)), sparseBag(si(`{"idx":[0],"val":null}`)),
+		sparseBag(si(`{"idx":0,"val":1}`)), sparseBag(si(`{"idx":{},"val":[1]}`)), sparseBag(si(`{"idx":[0],"val":"1"}`)),
+		sparseBag(si(`[0,1]`)), sparseBag(si(`null`)), sparseBag(si(`1`)), sparseBag(si(`{"idx":[0],"val":[1]}`, `[]`)),
+		sparseBag(`"sparse_instances":null`), sparseBag(`"sparse_instances":{}`), sparseBag(`"sparse_instances":[]`),
+		sparseBag(`"sparse_instances":[]`, `"x":1`), sparseBag(`"sparse_instances":[]`, `"instances":[[1,"NaN"]]`),
+		// Both encodings, neither, and the dense form under a sparse dim.
+		bag(`"sparse_instances":[{"idx":[0],"val":[1]}]`), bag(`"sparse_instances":[]`), bag(`"instances":[]`, `"sparse_instances":[{"idx":[0],"val":[1]}]`),
+		bag(`"sparse_instances":null`), sparseBag(`"instances":[[1,2,3,4]]`), sparseBag(`"instances":null`),
+		`{"schema_version":1,"id":"b","dim":4}`, `{"schema_version":1,"id":"b","dim":4,"labels":[0],"classes":["a"]}`,
+		sparseBag(`"sparse_instances":[{"idx":[0],"val":[1]}]`, `"sparse_instances":[{"idx":[0],"val":[1]}]`),
+		// Dimension and labels after the schema: index against dim,
+		// instance labels per sparse instance.
+		sparseBag(`"dim":3`), sparseBag(`"dim":0`), sparseBag(`"dim":"4"`), sparseBag(`"instance_labels":[0]`),
+		sparseBag(`"instance_labels":[0,1]`, `"classes":["a","b"]`), sparseBag(`"instance_labels":[0,2]`, `"classes":["a","b"]`),
+		sparseBag(`"dim":3`, `"labels":[5]`, `"classes":["a"]`), sparseBag(`"labels":[1]`, `"classes":["a"]`),
+		sparseBag(`"dim":1`, si(`{"idx":[1],"val":[1]}`), `"instance_labels":[0,1]`),
+		// Deep nesting in each place of a sparse instance.
+		sparseBag(si(`{"idx":[0],"val":[` + deep(9996) + `]}`)), sparseBag(si(`{"idx":[0],"val":[` + deep(9997) + `]}`)),
+		sparseBag(si(`{"idx":[` + deep(9996) + `],"val":[1]}`)), sparseBag(si(`{"idx":[` + deep(9997) + `],"val":[1]}`)),
+		sparseBag(si(`{"idx":[0],"val":[1],"x":` + deep(9997) + `}`)), sparseBag(si(`{"idx":[0],"val":[1],"x":` + deep(9998) + `}`)),
+		sparseBag(si(deep(9998))), sparseBag(si(deep(9999))), sparseBag(si(`{"idx":` + deep(9997) + `,"val":[1]}`)),
+		sparseBag(si(`{"idx":` + deep(9998) + `,"val":[1]}`)),
+	}
+	// Every prefix of one sparse message: truncation inside each part of
+	// a sparse instance.
+	full := sparseBag(si(`{"idx":[0,3],"val":[1.5e-3,-0]}`, `{"val":[],"idx":[]}`), `"instance_labels":[0,-1]`, `"classes":["a"]`)
+	for n := range len(full) {
+		seeds = append(seeds, full[:n])
+	}
+	return seeds
 }
 
 // bagSeeds are messages on both sides of every rule of the schema and of
@@ -166,6 +273,7 @@ func bagSeeds(t testing.TB) []string {
 		bag(`"id":` + deep(9999)), bag(`"id":` + deep(10000)), bag(`"dim":` + deep(9999)), bag(`"dim":` + deep(10000)),
 		bag(`"schema_version":` + deep(10000)), bag(`"instance_labels":[` + deep(9999) + `]`), bag(`"instances":` + deep(10000)),
 	}
+	seeds = append(seeds, sparseSeeds()...)
 	ds := streamtest.SmallDataset(4)
 	for i := range ds.Bags {
 		ds.Bags[i].Instances[0][0] = 1e-7 // exponent form
@@ -217,6 +325,20 @@ func TestDecodeBagMatchesReference(t *testing.T) {
 		}
 	}
 	t.Logf("reasons of the seeds: %v", reasons)
+	// The sparse seeds alone reach them too: each fault of a sparse bag
+	// is compared, not just parsed.
+	sparse := map[wire.Reason]int{}
+	for _, s := range sparseSeeds() {
+		_, err := v.DecodeBag([]byte(s))
+		r, _ := wire.ReasonOf(err)
+		sparse[r]++
+	}
+	for _, r := range []wire.Reason{"", wire.ReasonMalformedJSON, wire.ReasonEmptyBag, wire.ReasonNonFinite, wire.ReasonSchema, wire.ReasonDimension, wire.ReasonLabels} {
+		if sparse[r] == 0 {
+			t.Errorf("no sparse seed gets reason %q", r)
+		}
+	}
+	t.Logf("reasons of the sparse seeds: %v", sparse)
 }
 
 // TestDecodeBagMatchesReferenceOnMSCV2 decodes every MSCV2 bag, labeled
@@ -247,8 +369,6 @@ func TestDecodeBagMatchesReferenceOnMSCV2(t *testing.T) {
 // member from valid and faulty values, several faults at once, so that the
 // precedence of the reasons is exercised beyond the seeds.
 func TestDecodeBagMatchesReferenceOnGenerated(t *testing.T) {
-	v, _ := wire.NewValidator(0)
-	ref := schemaref.MustNew(0)
 	values := map[string][]string{
 		"schema_version":  {`1`, `1`, `1`, `2`, `1.0`, `"1"`},
 		"id":              {`"b"`, `"b"`, `"b"`, `""`, `7`, `"\u00e9"`},
@@ -261,18 +381,67 @@ func TestDecodeBagMatchesReferenceOnGenerated(t *testing.T) {
 		"x":               {`1`, `{"a":[]}`},
 	}
 	names := []string{"schema_version", "id", "source", "dim", "instances", "classes", "labels", "instance_labels", "x"}
-	required := map[string]bool{"schema_version": true, "id": true, "dim": true, "instances": true}
-	rng := rand.New(rand.NewPCG(15, 18))
+	required := map[string]float64{"schema_version": 0.97, "id": 0.97, "dim": 0.97, "instances": 0.97}
+	generatedDiffer(t, rand.New(rand.NewPCG(15, 18)), names, values, required)
+}
+
+// TestDecodeBagMatchesReferenceOnGeneratedSparse is the generated test of
+// sparse bags: sparse instances from valid and faulty instance objects
+// (each fault of a sparse instance, several at once), dim around their
+// indices, the dense form now and then beside them.
+func TestDecodeBagMatchesReferenceOnGeneratedSparse(t *testing.T) {
+	inst := []string{`{"idx":[0,2],"val":[1,2]}`, `{"idx":[1],"val":[-0.5]}`, `{"idx":[],"val":[]}`, `{"val":[3],"idx":[3]}`,
+		`{"idx":[2,1],"val":[1,2]}`, `{"idx":[1,1],"val":[1,2]}`, `{"idx":[-1],"val":[1]}`, `{"idx":[4],"val":[1]}`, `{"idx":[0,1],"val":[1]}`,
+		`{"idx":[0],"val":["NaN"]}`, `{"idx":[0],"val":[1e999]}`, `{"idx":[0],"val":["x"]}`, `{"idx":[0]}`, `{"idx":[0],"val":[1],"x":1}`,
+		`{"idx":[0.5],"val":[1]}`, `[0]`, `{"idx":[3000000000],"val":[1]}`, `{"idx":null,"val":[]}`}
+	rng := rand.New(rand.NewPCG(21, 22))
+	sparse := make([]string, 0, 40)
+	for range 40 {
+		var parts []string
+		for range 1 + rng.IntN(3) {
+			// Valid instances more often than faulty ones.
+			k := rng.IntN(len(inst))
+			if rng.IntN(2) == 0 {
+				k = rng.IntN(4)
+			}
+			parts = append(parts, inst[k])
+		}
+		sparse = append(sparse, "["+strings.Join(parts, ",")+"]")
+	}
+	sparse = append(sparse, `[]`, `null`, `{}`, `[{"idx":[0],"val":[1]}]`, `[{"idx":[0],"val":[1]}]`, `[{"idx":[0],"val":[1]}]`)
+	values := map[string][]string{
+		"schema_version":   {`1`, `1`, `1`, `2`},
+		"id":               {`"b"`, `"b"`, `"b"`, `""`},
+		"dim":              {`4`, `4`, `4`, `3`, `1`, `0`, `4.0`},
+		"sparse_instances": sparse,
+		"instances":        {`[[1,2,3,4]]`, `[]`, `[[1,"NaN"]]`},
+		"classes":          {`["a","b"]`, `["a"]`, `[]`},
+		"labels":           {`[0]`, `[1]`, `[]`, `null`, `[1,0]`},
+		"instance_labels":  {`[0]`, `[0,1]`, `[-1,1,0]`, `[]`, `[0,2]`},
+		"x":                {`1`},
+	}
+	names := []string{"schema_version", "id", "dim", "sparse_instances", "instances", "classes", "labels", "instance_labels", "x"}
+	required := map[string]float64{"schema_version": 0.97, "id": 0.97, "dim": 0.97, "sparse_instances": 0.95, "instances": 0.05}
+	generatedDiffer(t, rng, names, values, required)
+}
+
+// generatedDiffer composes messages member by member, each member present
+// with its probability in p (0.3 when not there), holds the typed decoder
+// to the reference on each, and logs the reasons reached.
+func generatedDiffer(t *testing.T, rng *rand.Rand, names []string, values map[string][]string, p map[string]float64) {
+	t.Helper()
+	v, _ := wire.NewValidator(0)
+	ref := schemaref.MustNew(0)
 	reasons := map[wire.Reason]int{}
 	for range 6000 {
 		var members []string
 		for _, name := range rng.Perm(len(names)) {
 			n := names[name]
-			p := 0.3
-			if required[n] {
-				p = 0.97
+			pn, ok := p[n]
+			if !ok {
+				pn = 0.3
 			}
-			if rng.Float64() < p {
+			if rng.Float64() < pn {
 				vs := values[n]
 				members = append(members, fmt.Sprintf("%q:%s", n, vs[rng.IntN(len(vs))]))
 			}
@@ -462,6 +631,102 @@ func TestCheckEncodedMatchesReference(t *testing.T) {
 	if _, err := lim.CheckEncoded(&cases[0], 10); err != nil {
 		t.Errorf("10 bytes within a 10-byte limit: %v", err)
 	}
+}
+
+// TestCheckEncodedMatchesReferenceSparse is TestCheckEncodedMatchesReference
+// for sparse bags: ingest checks a sparse dataset's bags in memory too.
+// Catches a nil index or value array taken for an empty one (json.Marshal
+// writes null), an order, length or range fault missed or given another
+// reason, and a bag with both encodings or neither let through.
+func TestCheckEncodedMatchesReferenceSparse(t *testing.T) {
+	v, _ := wire.NewValidator(0)
+	ref := schemaref.MustNew(0)
+	sv := func(idx []int32, val []float64) mil.SparseVec { return mil.SparseVec{Idx: idx, Val: val} }
+	one := []mil.SparseVec{sv([]int32{0, 2}, []float64{1, -2})}
+	cases := []wire.BagMessage{
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: one},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{}, []float64{})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv(nil, nil)}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{}, nil)}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: one, Instances: [][]float64{{1, 0, -2}}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: one, Instances: [][]float64{}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{}, Instances: [][]float64{{1, 0, -2}}},
+		{SchemaVersion: 1, ID: "b", Dim: 2, SparseInstances: one},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{2, 0}, []float64{1, 2})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{1, 1}, []float64{1, 2})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{-1}, []float64{1})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{0, 1}, []float64{1})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{0}, []float64{math.NaN()})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{5, 0}, []float64{math.Inf(1), 1})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: []mil.SparseVec{sv([]int32{0}, []float64{math.Copysign(0, -1)})}},
+		{SchemaVersion: 1, ID: "b", Dim: math.MaxInt32 + 1, SparseInstances: []mil.SparseVec{sv([]int32{math.MaxInt32}, []float64{1})}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: one, InstanceLabels: []int{0}, Classes: []string{"a"}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: one, InstanceLabels: []int{0, 1}},
+		{SchemaVersion: 1, ID: "b", Dim: 3, SparseInstances: one, Labels: []int{1}, Classes: []string{"a"}},
+	}
+	for i := range cases {
+		if d := checkEncodedDiffer(v, ref, &cases[i]); d != "" {
+			t.Errorf("case %d: %s", i, d)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 8000 {
+		m := randomSparseBag(rng)
+		if d := checkEncodedDiffer(v, ref, &m); d != "" {
+			t.Fatalf("%+v: %s", m, d)
+		}
+	}
+}
+
+// randomSparseBag returns a sparse bag message near the valid ones, with
+// every kind of fault of a sparse instance: indices out of order,
+// repeated, negative or not below dim, a value short or extra, NaN, ±Inf,
+// nil arrays, no instances, and now and then dense instances beside them.
+func randomSparseBag(rng *rand.Rand) wire.BagMessage {
+	pick := func(vs ...int) int { return vs[rng.IntN(len(vs))] }
+	m := wire.BagMessage{SchemaVersion: pick(1, 1, 1, 2), ID: []string{"b", "b", "", "\xff"}[rng.IntN(4)], Dim: pick(4, 4, 4, 3, 1, 0)}
+	if rng.IntN(20) > 0 {
+		m.SparseInstances = []mil.SparseVec{}
+		for range rng.IntN(4) {
+			var v mil.SparseVec
+			if rng.IntN(20) > 0 {
+				v.Idx = []int32{}
+				// Mostly ascending from a random start; sometimes a step
+				// back, a repeat or a negative index.
+				j := int32(pick(0, 0, 1, -1))
+				for range rng.IntN(4) {
+					v.Idx = append(v.Idx, j)
+					j += int32(pick(1, 1, 1, 2, 0, -1))
+				}
+			}
+			if rng.IntN(20) > 0 {
+				v.Val = []float64{}
+				n := len(v.Idx) + pick(0, 0, 0, 0, 0, 0, 1, -1)
+				for range max(n, 0) {
+					v.Val = append(v.Val, []float64{0.5, -1, 0, math.Copysign(0, -1), math.NaN(), math.Inf(-1)}[pick(0, 1, 2, 3, 0, 1, 2, 4, 5)])
+				}
+			}
+			m.SparseInstances = append(m.SparseInstances, v)
+		}
+	}
+	if rng.IntN(15) == 0 {
+		m.Instances = [][]float64{{1, 2, 3, 4}}
+	}
+	m.Classes = [][]string{nil, {}, {"a"}, {"a", "b"}}[rng.IntN(4)]
+	if rng.IntN(2) == 0 {
+		m.Labels = []int{}
+		for range rng.IntN(3) {
+			m.Labels = append(m.Labels, pick(0, 1, 2))
+		}
+	}
+	if rng.IntN(3) == 0 {
+		m.InstanceLabels = []int{}
+		for range rng.IntN(4) {
+			m.InstanceLabels = append(m.InstanceLabels, pick(-1, 0, 1))
+		}
+	}
+	return m
 }
 
 // FuzzCheckEncoded: messages decoded leniently (encoding/json into the Go

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -31,22 +32,29 @@ func (t Topics) All() []string { return []string{t.Annotate, t.Train, t.Annotati
 
 // BagMessage is the wire form of a bag (schemas/bag.schema.json).
 type BagMessage struct {
-	SchemaVersion int         `json:"schema_version"`
-	ID            string      `json:"id"`
-	Source        string      `json:"source,omitempty"`
-	Dim           int         `json:"dim"`
-	Instances     [][]float64 `json:"instances"`
-	Classes       []string    `json:"classes,omitempty"`
+	SchemaVersion int    `json:"schema_version"`
+	ID            string `json:"id"`
+	Source        string `json:"source,omitempty"`
+	Dim           int    `json:"dim"`
+	// Instances (dense) and SparseInstances (each instance's non-zero
+	// features) are the two encodings of the instances: a message has
+	// exactly one of them non-nil. omitzero leaves out the nil one and
+	// keeps an empty non-nil one, an empty bag (empty_bag, not schema).
+	Instances       [][]float64     `json:"instances,omitzero"`
+	SparseInstances []mil.SparseVec `json:"sparse_instances,omitzero"`
+	Classes         []string        `json:"classes,omitempty"`
 	// Labels uses omitzero, not omitempty: an empty non-nil set (a negative
 	// bag) must survive the round trip, distinct from "unlabeled".
 	Labels         []int `json:"labels,omitzero"`
 	InstanceLabels []int `json:"instance_labels,omitempty"`
 }
 
-// NewBagMessage wraps a bag of a dataset for the wire. Instance labels are
-// evaluation-only ground truth: they are sent only when withInstanceLabels.
+// NewBagMessage wraps a bag of a dataset for the wire, sparse bags sparse.
+// Instance labels are evaluation-only ground truth: they are sent only when
+// withInstanceLabels.
 func NewBagMessage(b *mil.Bag, source string, dim int, classes []string, withInstanceLabels bool) BagMessage {
-	m := BagMessage{SchemaVersion: schemas.Version, ID: b.ID, Source: source, Dim: dim, Instances: b.Instances, Labels: b.Labels}
+	m := BagMessage{SchemaVersion: schemas.Version, ID: b.ID, Source: source, Dim: dim, Instances: b.Instances,
+		SparseInstances: wireSparse(b.Sparse), Labels: b.Labels}
 	if b.Labels != nil {
 		m.Classes = classes
 	}
@@ -56,9 +64,32 @@ func NewBagMessage(b *mil.Bag, source string, dim int, classes []string, withIns
 	return m
 }
 
-// Bag returns the bag the message carries (sharing its slices).
+// wireSparse returns the sparse instances as json.Marshal must see them:
+// an instance without non-zeros (mil.SparseOf of a zero row has nil
+// slices) with empty index and value arrays, since null is not an array
+// to the schema. vs itself is returned when no instance needs it, as is
+// the rule for bags loaded from files.
+func wireSparse(vs []mil.SparseVec) []mil.SparseVec {
+	k := slices.IndexFunc(vs, func(v mil.SparseVec) bool { return v.Idx == nil || v.Val == nil })
+	if k < 0 {
+		return vs
+	}
+	out := slices.Clone(vs)
+	for i := k; i < len(out); i++ {
+		if out[i].Idx == nil {
+			out[i].Idx = []int32{}
+		}
+		if out[i].Val == nil {
+			out[i].Val = []float64{}
+		}
+	}
+	return out
+}
+
+// Bag returns the bag the message carries (sharing its slices), in the
+// message's encoding: Sparse for a sparse message, Instances otherwise.
 func (m *BagMessage) Bag() *mil.Bag {
-	return &mil.Bag{ID: m.ID, Instances: m.Instances, Labels: m.Labels, InstanceLabels: m.InstanceLabels}
+	return &mil.Bag{ID: m.ID, Instances: m.Instances, Sparse: m.SparseInstances, Labels: m.Labels, InstanceLabels: m.InstanceLabels}
 }
 
 // AnnotationMessage is the wire form of an annotation

@@ -34,7 +34,12 @@ import (
 // required field); then dimension and labels. The one difference: the wire
 // format cannot say "no instances" apart from "zero instances", so a bag
 // without instances is empty_bag here where JSON without "instances" is a
-// schema fault.
+// schema fault; likewise zero dense instances beside sparse ones are no
+// dense instances (JSON: "instances":[] is empty_bag), and a sparse
+// instance's empty idx or val is absent (JSON: null is a schema fault).
+// Sparse indices are uint32 on the wire: one above 2^31-1 is a schema
+// fault (the schema's maximum), one above 2^32-1, which readers would
+// truncate, malformed.
 
 // Content types, in the content-type header of every message.
 const (
@@ -100,17 +105,21 @@ func FormatOf(contentType string) Format {
 
 // Field numbers of schemas/mimlstream.proto.
 const (
-	bagSchemaVersion  protowire.Number = 1
-	bagID             protowire.Number = 2
-	bagSource         protowire.Number = 3
-	bagDim            protowire.Number = 4
-	bagInstances      protowire.Number = 5
-	bagClasses        protowire.Number = 6
-	bagLabels         protowire.Number = 7
-	bagLabeled        protowire.Number = 8
-	bagInstanceLabels protowire.Number = 9
+	bagSchemaVersion   protowire.Number = 1
+	bagID              protowire.Number = 2
+	bagSource          protowire.Number = 3
+	bagDim             protowire.Number = 4
+	bagInstances       protowire.Number = 5
+	bagClasses         protowire.Number = 6
+	bagLabels          protowire.Number = 7
+	bagLabeled         protowire.Number = 8
+	bagInstanceLabels  protowire.Number = 9
+	bagSparseInstances protowire.Number = 10
 
 	instanceFeatures protowire.Number = 1
+
+	sparseIdx protowire.Number = 1
+	sparseVal protowire.Number = 2
 
 	annSchemaVersion  protowire.Number = 1
 	annBagID          protowire.Number = 2
@@ -162,6 +171,9 @@ func (m *BagMessage) AppendProto(b []byte) []byte {
 	for _, x := range m.Instances {
 		n += 8*len(x) + 4
 	}
+	for _, v := range m.SparseInstances {
+		n += 8*len(v.Val) + 5*len(v.Idx) + 16
+	}
 	b = growBytes(b, 64+len(m.ID)+len(m.Source)+n+16*len(m.Classes)+4*(len(m.Labels)+len(m.InstanceLabels)))
 	b = appendVarintField(b, bagSchemaVersion, uint64(int64(m.SchemaVersion)))
 	b = appendStringField(b, bagID, m.ID)
@@ -176,6 +188,33 @@ func (m *BagMessage) AppendProto(b []byte) []byte {
 		inner := 8 * len(x)
 		b = protowire.AppendVarint(b, uint64(protowire.SizeTag(instanceFeatures)+protowire.SizeBytes(inner)))
 		b = appendDoubles(b, instanceFeatures, x)
+	}
+	for _, v := range m.SparseInstances {
+		b = protowire.AppendTag(b, bagSparseInstances, protowire.BytesType)
+		idx := 0
+		for _, j := range v.Idx {
+			idx += protowire.SizeVarint(uint64(uint32(j)))
+		}
+		inner := 0
+		if len(v.Idx) > 0 {
+			inner += protowire.SizeTag(sparseIdx) + protowire.SizeBytes(idx)
+		}
+		if len(v.Val) > 0 {
+			inner += protowire.SizeTag(sparseVal) + protowire.SizeBytes(8*len(v.Val))
+		}
+		b = protowire.AppendVarint(b, uint64(inner))
+		if len(v.Idx) > 0 {
+			// A negative index is written as its uint32 bits, above
+			// 2^31-1: the decoder refuses it as the schema does -1.
+			b = protowire.AppendTag(b, sparseIdx, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(idx))
+			for _, j := range v.Idx {
+				b = protowire.AppendVarint(b, uint64(uint32(j)))
+			}
+		}
+		if len(v.Val) > 0 {
+			b = appendDoubles(b, sparseVal, v.Val)
+		}
 	}
 	for _, c := range m.Classes {
 		b = protowire.AppendTag(b, bagClasses, protowire.BytesType)
@@ -207,22 +246,18 @@ func (v *Validator) DecodeBagProto(raw []byte) (*BagMessage, error) {
 	if err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
 	}
-	if len(m.Instances) == 0 {
+	if len(m.Instances) == 0 && len(m.SparseInstances) == 0 {
 		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", m.ID, mil.ErrEmptyBag))
 	}
-	for k, x := range m.Instances {
-		for j, f := range x {
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, mil.ErrNonFinite))
-			}
-		}
+	if err := checkFinite(m); err != nil {
+		return nil, err
 	}
 	if err := checkSchema(m); err != nil {
 		return nil, Reject(ReasonSchema, err)
 	}
 	// A field the bag does not have is a schema fault, as an unknown
-	// property is in JSON: after the more specific faults, before the
-	// bag invariants.
+	// property is in JSON, and so is a sparse index above 2^31-1: after
+	// the more specific faults, before the bag invariants.
 	if unknown != nil {
 		return nil, Reject(ReasonSchema, unknown)
 	}
@@ -235,14 +270,20 @@ func (v *Validator) DecodeBagProto(raw []byte) (*BagMessage, error) {
 // parseProto reads the wire format of a bag, with d's feature and row
 // buffers as scratch space. The message owns its memory: the features of
 // all rows in one allocation, the strings in another. unknown is the first
-// field the schema does not have (a schema fault, reported after the more
-// specific ones); err a malformed message. Repeated fields come out nil
-// when empty, as DecodeBag leaves out what JSON leaves out, and labels
-// non-nil when the bag is labeled.
+// schema fault only the encoding shows (a field the schema does not have,
+// a sparse index above 2^31-1), reported after the more specific ones;
+// err a malformed message. Repeated fields come out nil when empty, as
+// DecodeBag leaves out what JSON leaves out (Instances too: a bag of
+// sparse instances has none), and labels non-nil when the bag is labeled.
 func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) {
 	m = &BagMessage{}
 	floats, rowLens := d.floats[:0], d.rowLens[:0]
-	defer func() { d.floats, d.rowLens = floats[:0], rowLens[:0] }()
+	var sp sparseScratch
+	sp.idx, sp.vals, sp.idxLens, sp.valLens = d.idx[:0], d.vals[:0], d.idxLens[:0], d.valLens[:0]
+	defer func() {
+		d.floats, d.rowLens = floats[:0], rowLens[:0]
+		d.idx, d.vals, d.idxLens, d.valLens = sp.idx[:0], sp.vals[:0], sp.idxLens[:0], sp.valLens[:0]
+	}()
 	var buf [32]string
 	classes := buf[:0] // views of raw until the copy at the end
 	var seen uint64
@@ -318,6 +359,19 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 				unknown = fmt.Errorf("instance %d: a field the instance does not have", len(rowLens))
 			}
 			rowLens = append(rowLens, len(floats)-before)
+		case num == bagSparseInstances && typ == protowire.BytesType:
+			inst, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, nil, fmt.Errorf("sparse instance %d: %w", len(sp.idxLens), protowire.ParseError(n))
+			}
+			b = b[n:]
+			fault, err := sp.parse(inst)
+			if err != nil {
+				return nil, nil, fmt.Errorf("sparse instance %d: %w", len(sp.idxLens)-1, err)
+			}
+			if fault != nil && unknown == nil {
+				unknown = fmt.Errorf("sparse instance %d: %w", len(sp.idxLens)-1, fault)
+			}
 		case (num == bagLabels || num == bagInstanceLabels) && (typ == protowire.VarintType || typ == protowire.BytesType):
 			zigzag := num == bagInstanceLabels
 			dst := &m.Labels
@@ -329,7 +383,7 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, protowire.ParseError(n))
 			}
 			b = b[n:]
-		case num >= bagSchemaVersion && num <= bagInstanceLabels:
+		case num >= bagSchemaVersion && num <= bagSparseInstances:
 			return nil, nil, fmt.Errorf("field %d at byte %d: wire type %d: %w", num, at, typ, ErrAmbiguous)
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
@@ -351,13 +405,18 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 	if len(m.InstanceLabels) == 0 {
 		m.InstanceLabels = nil
 	}
-	all := make([]float64, len(floats))
-	copy(all, floats)
-	m.Instances = make([][]float64, len(rowLens))
-	at := 0
-	for k, n := range rowLens {
-		m.Instances[k] = all[at : at+n : at+n]
-		at += n
+	if len(rowLens) > 0 {
+		all := make([]float64, len(floats))
+		copy(all, floats)
+		m.Instances = make([][]float64, len(rowLens))
+		at := 0
+		for k, n := range rowLens {
+			m.Instances[k] = all[at : at+n : at+n]
+			at += n
+		}
+	}
+	if len(sp.idxLens) > 0 {
+		m.SparseInstances = sp.rows()
 	}
 	// The strings, copied out of raw in one allocation.
 	size := len(m.ID) + len(m.Source)
@@ -385,6 +444,127 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 		}
 	}
 	return m, unknown, nil
+}
+
+// sparseScratch collects the sparse instances of a binary bag: indices and
+// values one instance after another, and how many of each per instance
+// (which may differ: checkSchema refuses that).
+type sparseScratch struct {
+	idx              []int32
+	vals             []float64
+	idxLens, valLens []int
+}
+
+// parse appends one SparseInstance message. fault is a schema fault of the
+// encoding (a field the instance does not have, an index above 2^31-1),
+// for the caller to report after the more specific ones; err a malformed
+// message.
+func (sp *sparseScratch) parse(b []byte) (fault, err error) {
+	idx0, val0 := len(sp.idx), len(sp.vals)
+	// Counted whatever happens, so that the caller names the instance.
+	sp.idxLens, sp.valLens = append(sp.idxLens, 0), append(sp.valLens, 0)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == sparseIdx && (typ == protowire.VarintType || typ == protowire.BytesType):
+			var ok bool
+			n, ok = sp.consumeIdx(b, typ)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			if !ok {
+				return nil, fmt.Errorf("idx above 2^32-1, which readers of a uint32 truncate: %w", ErrAmbiguous)
+			}
+		case num == sparseVal && typ == protowire.BytesType: // packed
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, protowire.ParseError(m)
+			}
+			if len(v)%8 != 0 {
+				return nil, fmt.Errorf("packed doubles of %d bytes: %w", len(v), ErrAmbiguous)
+			}
+			sp.vals = appendLE64s(sp.vals, v)
+			n = m
+		case num == sparseVal && typ == protowire.Fixed64Type:
+			x, m := protowire.ConsumeFixed64(b)
+			if m < 0 {
+				return nil, protowire.ParseError(m)
+			}
+			sp.vals = append(sp.vals, math.Float64frombits(x))
+			n = m
+		case num == sparseIdx || num == sparseVal:
+			return nil, fmt.Errorf("field %d: wire type %d: %w", num, typ, ErrAmbiguous)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			if fault == nil {
+				fault = fmt.Errorf("field %d: a field the sparse instance does not have", num)
+			}
+		}
+		b = b[n:]
+	}
+	k := len(sp.idxLens) - 1
+	sp.idxLens[k], sp.valLens[k] = len(sp.idx)-idx0, len(sp.vals)-val0
+	for _, j := range sp.idx[idx0:] {
+		if j < 0 && fault == nil {
+			fault = fmt.Errorf("idx %d is more than %d", uint32(j), math.MaxInt32)
+		}
+	}
+	return fault, nil
+}
+
+// consumeIdx reads one occurrence of the repeated uint32 idx, packed or
+// not, appending to sp.idx (an index above 2^31-1 as a negative int32,
+// for parse to refuse); it returns the bytes read or a protowire error
+// code (< 0), and ok false for a varint above 2^32-1.
+func (sp *sparseScratch) consumeIdx(b []byte, typ protowire.Type) (n int, ok bool) {
+	if typ == protowire.VarintType {
+		x, n := protowire.ConsumeVarint(b)
+		if n < 0 || x > math.MaxUint32 {
+			return n, n < 0
+		}
+		sp.idx = append(sp.idx, int32(uint32(x)))
+		return n, true
+	}
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, true
+	}
+	for len(v) > 0 {
+		x, m := protowire.ConsumeVarint(v)
+		if m < 0 {
+			return m, true
+		}
+		if x > math.MaxUint32 {
+			return n, false
+		}
+		sp.idx = append(sp.idx, int32(uint32(x)))
+		v = v[m:]
+	}
+	return n, true
+}
+
+// rows builds the sparse instances, owning their memory: indices and values
+// in one allocation each, each instance's slices capped, never nil.
+func (sp *sparseScratch) rows() []mil.SparseVec {
+	out := make([]mil.SparseVec, len(sp.idxLens))
+	is := make([]int32, len(sp.idx))
+	copy(is, sp.idx)
+	vs := make([]float64, len(sp.vals))
+	copy(vs, sp.vals)
+	ai, av := 0, 0
+	for k := range out {
+		ni, nv := sp.idxLens[k], sp.valLens[k]
+		out[k] = mil.SparseVec{Idx: is[ai : ai+ni : ai+ni], Val: vs[av : av+nv : av+nv]}
+		ai, av = ai+ni, av+nv
+	}
+	return out
 }
 
 // parseInstance appends the features of one Instance message to floats. It

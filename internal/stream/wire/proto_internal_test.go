@@ -27,8 +27,10 @@ func TestProtoSchemaMatchesFieldNumbers(t *testing.T) {
 	want := map[string]map[string]field{
 		"Bag": {"schema_version": {"int64", bagSchemaVersion}, "id": {"string", bagID}, "source": {"string", bagSource}, "dim": {"int64", bagDim},
 			"instances": {"repeated Instance", bagInstances}, "classes": {"repeated string", bagClasses}, "labels": {"repeated int64", bagLabels},
-			"labeled": {"bool", bagLabeled}, "instance_labels": {"repeated sint64", bagInstanceLabels}},
-		"Instance": {"features": {"repeated double", instanceFeatures}},
+			"labeled": {"bool", bagLabeled}, "instance_labels": {"repeated sint64", bagInstanceLabels},
+			"sparse_instances": {"repeated SparseInstance", bagSparseInstances}},
+		"Instance":       {"features": {"repeated double", instanceFeatures}},
+		"SparseInstance": {"idx": {"repeated uint32", sparseIdx}, "val": {"repeated double", sparseVal}},
 		"Annotation": {"schema_version": {"int64", annSchemaVersion}, "bag_id": {"string", annBagID}, "source": {"string", annSource},
 			"model": {"string", annModel}, "model_version": {"string", annModelVersion}, "model_id": {"string", annModelID}, "mode": {"string", annMode},
 			"classes": {"repeated string", annClasses}, "instance_labels": {"repeated sint64", annInstanceLabels},

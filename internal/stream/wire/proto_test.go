@@ -14,21 +14,42 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 )
 
 // protoDiffer compares the binary decoder on m's binary encoding with the
 // reference validator on m's JSON encoding: the same verdict, the same
-// reason, the same message. The one documented difference: the binary
-// form has no "instances absent", so m without instances is compared with
-// m with zero instances (an empty bag in both).
+// reason, the same message. The documented differences: the binary form
+// has no "instances absent" apart from "zero instances", so m without
+// instances of either form is compared with m with zero dense instances
+// (an empty bag in both), and zero instances of one form beside the other
+// with none of it; and no null, so a sparse instance's nil idx or val is
+// compared as an empty one.
 func protoDiffer(v *wire.Validator, ref *schemaref.Validator, m *wire.BagMessage) string {
 	got, err := v.DecodeBagAs(wire.ContentTypeProtobuf, m.AppendProto(nil))
 	gr, _ := wire.ReasonOf(err)
 	jm := *m
-	if jm.Instances == nil {
+	if len(jm.Instances) == 0 {
+		jm.Instances = nil
+	}
+	if len(jm.SparseInstances) == 0 {
+		jm.SparseInstances = nil
+	}
+	if jm.Instances == nil && jm.SparseInstances == nil {
 		jm.Instances = [][]float64{}
+	}
+	if jm.SparseInstances != nil {
+		jm.SparseInstances = slices.Clone(jm.SparseInstances)
+		for k, sv := range jm.SparseInstances {
+			if sv.Idx == nil {
+				jm.SparseInstances[k].Idx = []int32{}
+			}
+			if sv.Val == nil {
+				jm.SparseInstances[k].Val = []float64{}
+			}
+		}
 	}
 	raw, merr := json.Marshal(&jm)
 	if merr != nil {
@@ -104,6 +125,119 @@ func TestProtoBagMatchesJSON(t *testing.T) {
 		if d := protoDiffer(v, ref, &m); d != "" {
 			t.Fatalf("%+v: %s", m, d)
 		}
+	}
+}
+
+// TestProtoBagMatchesJSONSparse is TestProtoBagMatchesJSON for sparse
+// bags: every fault of a sparse instance (order, repeats, negative or out
+// of range indices, values short or extra, NaN, ±Inf), both encodings in
+// one bag, gets the reason the reference gives its JSON, and a valid one
+// decodes to the same message. Catches a sparse check the binary path
+// skips and an index or value lost or confused by the encoder or decoder.
+func TestProtoBagMatchesJSONSparse(t *testing.T) {
+	v, _ := wire.NewValidator(0)
+	ref := schemaref.MustNew(0)
+	rng := rand.New(rand.NewPCG(13, 14))
+	reasons := map[wire.Reason]int{}
+	for range 10000 {
+		m := randomSparseBag(rng)
+		if d := protoDiffer(v, ref, &m); d != "" {
+			t.Fatalf("%+v: %s", m, d)
+		}
+		_, err := v.DecodeBagProto(m.AppendProto(nil))
+		r, _ := wire.ReasonOf(err)
+		reasons[r]++
+	}
+	for _, r := range []wire.Reason{"", wire.ReasonEmptyBag, wire.ReasonNonFinite, wire.ReasonSchema, wire.ReasonDimension, wire.ReasonLabels} {
+		if reasons[r] == 0 {
+			t.Errorf("no generated sparse bag gets reason %q", r)
+		}
+	}
+	t.Logf("reasons: %v", reasons)
+}
+
+// TestProtoBagSparseFaultsOfTheEncoding: what only the binary form of a
+// sparse instance can get wrong. Catches an index above 2^32-1 truncated
+// (as a generated reader would) instead of refused, one above 2^31-1 let
+// through or wrapped negative, a field of the wrong wire type taken as
+// another, a partial double, an unknown field in a sparse instance let
+// through or ranked above a NaN, and unpacked indices or values read
+// otherwise than packed ones.
+func TestProtoBagSparseFaultsOfTheEncoding(t *testing.T) {
+	v, _ := wire.NewValidator(0)
+	good := wire.BagMessage{SchemaVersion: 1, ID: "b", Dim: 4, SparseInstances: []mil.SparseVec{{Idx: []int32{0, 3}, Val: []float64{1, 2}}}}
+	base := slices.Clip(good.AppendProto(nil))
+	if _, err := v.DecodeBagProto(base); err != nil {
+		t.Fatal(err)
+	}
+	tag := func(b []byte, num protowire.Number, typ protowire.Type) []byte {
+		return protowire.AppendTag(b, num, typ)
+	}
+	inst := func(b []byte, inner ...[]byte) []byte {
+		return protowire.AppendBytes(tag(b, 10, protowire.BytesType), slices.Concat(inner...))
+	}
+	idx := func(js ...uint64) []byte {
+		var p []byte
+		for _, j := range js {
+			p = protowire.AppendVarint(p, j)
+		}
+		return protowire.AppendBytes(tag(nil, 1, protowire.BytesType), p)
+	}
+	val := func(fs ...float64) []byte {
+		var p []byte
+		for _, f := range fs {
+			p = protowire.AppendFixed64(p, math.Float64bits(f))
+		}
+		return protowire.AppendBytes(tag(nil, 2, protowire.BytesType), p)
+	}
+	header := slices.Concat(protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1),
+		protowire.AppendString(tag(nil, 2, protowire.BytesType), "b"), protowire.AppendVarint(tag(nil, 4, protowire.VarintType), 1<<32))
+	unknown := protowire.AppendVarint(tag(nil, 9, protowire.VarintType), 7)
+	for _, c := range []struct {
+		name string
+		raw  []byte
+		want wire.Reason
+	}{
+		{"an empty sparse instance", inst(base), ""},
+		{"index 2^31-1", inst(header, idx(math.MaxInt32), val(1)), ""},
+		{"index 2^31", inst(header, idx(math.MaxInt32+1), val(1)), wire.ReasonSchema},
+		{"index 2^32-1", inst(header, idx(math.MaxUint32), val(1)), wire.ReasonSchema},
+		{"index 2^32", inst(header, idx(math.MaxUint32+1), val(1)), wire.ReasonMalformedJSON},
+		{"unpacked index 2^32", inst(header, protowire.AppendVarint(tag(nil, 1, protowire.VarintType), math.MaxUint32+1), val(1)), wire.ReasonMalformedJSON},
+		{"index 2^31 and a NaN", inst(header, idx(math.MaxInt32+1), val(math.NaN())), wire.ReasonNonFinite},
+		{"index not below dim", inst(base, idx(4), val(1)), wire.ReasonDimension},
+		{"indices descending", inst(base, idx(2, 1), val(1, 2)), wire.ReasonSchema},
+		{"index repeated", inst(base, idx(1, 1), val(1, 2)), wire.ReasonSchema},
+		{"more values than indices", inst(base, idx(1), val(1, 2)), wire.ReasonSchema},
+		{"values without indices", inst(base, val(1)), wire.ReasonSchema},
+		{"index as fixed32", inst(base, protowire.AppendFixed32(tag(nil, 1, protowire.Fixed32Type), 1), val(1)), wire.ReasonMalformedJSON},
+		{"value as a varint", inst(base, idx(1), protowire.AppendVarint(tag(nil, 2, protowire.VarintType), 1)), wire.ReasonMalformedJSON},
+		{"partial double", inst(base, idx(1), protowire.AppendBytes(tag(nil, 2, protowire.BytesType), []byte{1, 2, 3})), wire.ReasonMalformedJSON},
+		{"truncated sparse instance", inst(base, idx(1), val(1))[:len(base)+4], wire.ReasonMalformedJSON},
+		{"sparse instances as a varint", protowire.AppendVarint(tag(base, 10, protowire.VarintType), 1), wire.ReasonMalformedJSON},
+		{"unknown field in a sparse instance", inst(base, idx(1), val(1), unknown), wire.ReasonSchema},
+		{"unknown field in the sparse instance with a NaN", inst(base, idx(1), val(math.NaN()), unknown), wire.ReasonNonFinite},
+		{"unknown field and an index not below dim", inst(base, idx(9), val(1), unknown), wire.ReasonSchema},
+		{"dense and sparse", protowire.AppendBytes(tag(base, 5, protowire.BytesType), protowire.AppendBytes(tag(nil, 1, protowire.BytesType), make([]byte, 32))), wire.ReasonSchema},
+	} {
+		_, err := v.DecodeBagProto(c.raw)
+		if r, _ := wire.ReasonOf(err); r != c.want {
+			t.Errorf("%s: %q %v, want %q", c.name, r, err, c.want)
+		}
+	}
+	// Unpacked indices and values, split over several fields, are read
+	// as packed ones are.
+	unpacked := slices.Concat(protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1), protowire.AppendString(tag(nil, 2, protowire.BytesType), "b"),
+		protowire.AppendVarint(tag(nil, 4, protowire.VarintType), 4),
+		inst(nil, protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 0), protowire.AppendFixed64(tag(nil, 2, protowire.Fixed64Type), math.Float64bits(1)),
+			idx(3), val(2)))
+	got, err := v.DecodeBagProto(unpacked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := v.DecodeBagProto(base)
+	if d := sameMessage(got, want); d != "" {
+		t.Error(d)
 	}
 }
 
@@ -246,6 +380,23 @@ func TestProtoBagRowsIndependent(t *testing.T) {
 	if got.Instances[1][0] != 3 {
 		t.Errorf("row 1 overwritten: %v", got.Instances)
 	}
+	// Sparse instances alike, from either decoder.
+	sm := wire.BagMessage{SchemaVersion: 1, ID: "b", Dim: 4, SparseInstances: []mil.SparseVec{{Idx: []int32{0}, Val: []float64{1}}, {Idx: []int32{2}, Val: []float64{3}}}}
+	js, _ := json.Marshal(&sm)
+	for name, decode := range map[string]func() (*wire.BagMessage, error){
+		"binary": func() (*wire.BagMessage, error) { return v.DecodeBagProto(sm.AppendProto(nil)) },
+		"JSON":   func() (*wire.BagMessage, error) { return v.DecodeBag(js) },
+	} {
+		got, err := decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = append(got.SparseInstances[0].Idx, 9)
+		_ = append(got.SparseInstances[0].Val, 9)
+		if !reflect.DeepEqual(got.SparseInstances, sm.SparseInstances) {
+			t.Errorf("%s: sparse instance 1 overwritten: %v", name, got.SparseInstances)
+		}
+	}
 }
 
 // FuzzDecodeBagProto: whatever the bytes, the binary decoder does not
@@ -256,6 +407,8 @@ func FuzzDecodeBagProto(f *testing.F) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 40 {
 		m := randomBag(rng)
+		f.Add(m.AppendProto(nil))
+		m = randomSparseBag(rng)
 		f.Add(m.AppendProto(nil))
 	}
 	v, _ := wire.NewValidator(0)

@@ -44,6 +44,10 @@ func ReasonOf(err error) (Reason, bool) {
 		return ReasonNonFinite, true
 	case errors.Is(err, mil.ErrLabelRange), errors.Is(err, mil.ErrLabelOrder), errors.Is(err, mil.ErrInstanceMeta):
 		return ReasonLabels, true
+	case errors.Is(err, mil.ErrSparse):
+		// Indices out of order, or not one value per index: what the
+		// schema says of a sparse instance.
+		return ReasonSchema, true
 	}
 	return "", false
 }
@@ -89,15 +93,11 @@ func (v *Validator) CheckEncoded(m *BagMessage, size int) (*BagMessage, error) {
 	if v.maxBytes > 0 && size > v.maxBytes {
 		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", size, v.maxBytes))
 	}
-	if m.Instances != nil && len(m.Instances) == 0 {
+	if (m.Instances != nil && len(m.Instances) == 0) || (m.SparseInstances != nil && len(m.SparseInstances) == 0) {
 		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", m.ID, mil.ErrEmptyBag))
 	}
-	for k, x := range m.Instances {
-		for j, f := range x {
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, mil.ErrNonFinite))
-			}
-		}
+	if err := checkFinite(m); err != nil {
+		return nil, err
 	}
 	if err := checkSchema(m); err != nil {
 		return nil, Reject(ReasonSchema, err)
@@ -123,9 +123,32 @@ func (v *Validator) CheckEncoded(m *BagMessage, size int) (*BagMessage, error) {
 	return &out, nil
 }
 
+// checkFinite rejects a NaN or infinite feature, dense or sparse, as
+// non_finite.
+func checkFinite(m *BagMessage) error {
+	for k, x := range m.Instances {
+		for j, f := range x {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, mil.ErrNonFinite))
+			}
+		}
+	}
+	for k, v := range m.SparseInstances {
+		for e, f := range v.Val {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return Reject(ReasonNonFinite, fmt.Errorf("instance %d value %d = %v: %w", k, e, f, mil.ErrNonFinite))
+			}
+		}
+	}
+	return nil
+}
+
 // checkSchema checks a message against the bag schema as json.Marshal
-// writes it: a nil slice is null, empty classes and instance labels are
-// left out, nil labels are left out and any others written.
+// writes it: a nil slice is null (a nil Instances or SparseInstances is
+// left out), empty classes and instance labels are left out, nil labels
+// are left out and any others written. It also checks the rules of a
+// sparse instance the schema states in words only (indices strictly
+// ascending, one value per index): they are schema faults too.
 func checkSchema(m *BagMessage) error {
 	if m.SchemaVersion != 1 {
 		return fmt.Errorf("schema_version %d, want 1", m.SchemaVersion)
@@ -136,12 +159,20 @@ func checkSchema(m *BagMessage) error {
 	if m.Dim < 1 {
 		return fmt.Errorf("dim: %d is less than 1", m.Dim)
 	}
-	if m.Instances == nil {
-		return errors.New("instances is not an array")
+	switch {
+	case m.Instances == nil && m.SparseInstances == nil:
+		return errors.New("neither instances nor sparse_instances")
+	case m.Instances != nil && m.SparseInstances != nil:
+		return errors.New("both instances and sparse_instances")
 	}
 	for k, x := range m.Instances {
 		if len(x) == 0 {
 			return fmt.Errorf("instance %d has no feature", k)
+		}
+	}
+	for k, v := range m.SparseInstances {
+		if err := checkSparseSchema(v.Idx, len(v.Val), v.Idx != nil, v.Val != nil); err != nil {
+			return fmt.Errorf("sparse instance %d: %w", k, err)
 		}
 	}
 	if m.Labels != nil && len(m.Classes) == 0 {
@@ -159,6 +190,30 @@ func checkSchema(m *BagMessage) error {
 		if l < -1 {
 			return fmt.Errorf("instance_labels: %d is less than -1", l)
 		}
+	}
+	return nil
+}
+
+// checkSparseSchema checks one sparse instance's indices and the number of
+// its values against the schema and its rules in words: hasIdx and hasVal
+// say the arrays are there (not null, not missing).
+func checkSparseSchema(idx []int32, vals int, hasIdx, hasVal bool) error {
+	switch {
+	case !hasIdx:
+		return errors.New("idx is not an array")
+	case !hasVal:
+		return errors.New("val is not an array")
+	}
+	for e, j := range idx {
+		if j < 0 {
+			return fmt.Errorf("idx: %d is less than 0", j)
+		}
+		if e > 0 && j <= idx[e-1] {
+			return fmt.Errorf("idx not strictly ascending (%d after %d)", j, idx[e-1])
+		}
+	}
+	if len(idx) != vals {
+		return fmt.Errorf("%d indices and %d values", len(idx), vals)
 	}
 	return nil
 }

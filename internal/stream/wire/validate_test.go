@@ -71,6 +71,22 @@ func TestSchemasMatchTypes(t *testing.T) {
 					t.Errorf("field %q of %s is not in the schema", f, c.typ)
 				}
 			}
+			if c.typ == reflect.TypeOf(wire.BagMessage{}) {
+				// A sparse instance is a mil.SparseVec.
+				var sp struct {
+					Items schemaDoc `json:"items"`
+				}
+				if err := json.Unmarshal(d.Properties["sparse_instances"], &sp); err != nil {
+					t.Fatal(err)
+				}
+				props := map[string]bool{}
+				for p := range sp.Items.Properties {
+					props[p] = true
+				}
+				if f := jsonFields(reflect.TypeOf(mil.SparseVec{})); !reflect.DeepEqual(props, f) || len(sp.Items.Required) != len(f) {
+					t.Errorf("sparse instance properties %v (required %v), mil.SparseVec fields %v", props, sp.Items.Required, f)
+				}
+			}
 			for i := range c.typ.NumField() {
 				name, opts, _ := strings.Cut(c.typ.Field(i).Tag.Get("json"), ",")
 				for _, r := range d.Required {
@@ -97,7 +113,13 @@ func TestGeneratedInstancesValidate(t *testing.T) {
 	bag := &mil.Bag{ID: "b1", Instances: [][]float64{{0.1, 0.2}, {0.3, 0.4}}, Labels: []int{1}, InstanceLabels: []int{1, -1}}
 	neg := &mil.Bag{ID: "n1", Instances: [][]float64{{0, 1}}, Labels: []int{}}
 	unl := &mil.Bag{ID: "u1", Instances: [][]float64{{0, 1}}}
+	// A sparse bag with an instance without non-zeros: mil.SparseOf gives
+	// it nil arrays, which must go out as [] (null is a schema fault).
+	sp := &mil.Bag{ID: "s1", Sparse: []mil.SparseVec{{Idx: []int32{0, 3}, Val: []float64{0.5, -2}}, mil.SparseOf([]float64{0, 0, 0, 0})},
+		Labels: []int{0}, InstanceLabels: []int{0, -1}}
 	for _, m := range []wire.BagMessage{
+		wire.NewBagMessage(sp, "test", 4, []string{"a"}, true),
+		wire.NewBagMessage(&mil.Bag{ID: sp.ID, Sparse: sp.Sparse}, "", 4, nil, false),
 		wire.NewBagMessage(bag, "test", 2, []string{"a", "b"}, true),
 		wire.NewBagMessage(bag, "", 2, []string{"a", "b"}, false),
 		wire.NewBagMessage(neg, "test", 2, []string{"positive"}, false),

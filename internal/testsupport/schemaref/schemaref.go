@@ -130,6 +130,15 @@ func (v *Validator) DecodeBag(raw []byte) (*wire.BagMessage, error) {
 		// overflowing int, say).
 		return nil, wire.Reject(wire.ReasonSchema, err)
 	}
+	// What the schema says of a sparse instance in words only (JSON
+	// Schema cannot compare items or two arrays' lengths): indices
+	// strictly ascending, one value per index. Schema faults, after the
+	// schema's own.
+	for k, sv := range m.SparseInstances {
+		if err := sv.Validate(0); err != nil {
+			return nil, wire.Reject(wire.ReasonSchema, fmt.Errorf("sparse instance %d: %w", k, err))
+		}
+	}
 	if err := m.Bag().Validate(m.Dim, len(m.Classes)); err != nil {
 		r, _ := wire.ReasonOf(err)
 		return nil, wire.Reject(r, err)
@@ -157,12 +166,17 @@ func DecodeDocument(raw []byte) (any, error) {
 
 // bagFromDoc converts a document that passed the bag schema; instances are
 // its feature vectors as precheck converted them.
-func bagFromDoc(obj map[string]any, instances [][]float64) (*wire.BagMessage, error) {
-	if instances == nil {
+func bagFromDoc(obj map[string]any, instances converted) (*wire.BagMessage, error) {
+	if instances.dense == nil && instances.sparse == nil {
 		return nil, errors.New("instances: not arrays of numbers")
 	}
-	m := &wire.BagMessage{Instances: instances}
+	m := &wire.BagMessage{Instances: instances.dense}
 	var err error
+	if instances.sparse != nil {
+		if m.SparseInstances, err = sparseFromDoc(instances.sparse); err != nil {
+			return nil, err
+		}
+	}
 	if m.SchemaVersion, err = toInt(obj["schema_version"]); err != nil {
 		return nil, fmt.Errorf("schema_version: %w", err)
 	}
@@ -192,6 +206,24 @@ func bagFromDoc(obj map[string]any, instances [][]float64) (*wire.BagMessage, er
 	return m, nil
 }
 
+// sparseFromDoc converts the sparse instances of a document that passed
+// the schema (so every idx is an integer of at most 2^31-1, every val a
+// number); vals are their values as precheck converted them.
+func sparseFromDoc(sp []sparseDoc) ([]mil.SparseVec, error) {
+	out := make([]mil.SparseVec, len(sp))
+	for k, s := range sp {
+		idx, err := toInts(s.idx)
+		if err != nil {
+			return nil, fmt.Errorf("sparse instance %d idx: %w", k, err)
+		}
+		out[k] = mil.SparseVec{Idx: make([]int32, 0, len(idx)), Val: s.val}
+		for _, j := range idx {
+			out[k].Idx = append(out[k].Idx, int32(j))
+		}
+	}
+	return out, nil
+}
+
 func toInt(v any) (int, error) {
 	n, ok := v.(json.Number)
 	if !ok {
@@ -212,56 +244,118 @@ func toInts(vs []any) ([]int, error) {
 	return out, nil
 }
 
+// converted holds the instances of a document as precheck converted them:
+// dense the feature vectors when "instances" is an array of arrays of
+// numbers, sparse the sparse instances when "sparse_instances" is an array
+// of objects whose val is an array of numbers (nil otherwise: the schema
+// then rejects the document, or the document has no such property).
+type converted struct {
+	dense  [][]float64
+	sparse []sparseDoc
+}
+
+// sparseDoc is one sparse instance of a document: its idx items as they
+// are, its val converted.
+type sparseDoc struct {
+	idx []any
+	val []float64
+}
+
 // precheck finds the faults the schema would report vaguely: an empty bag
-// and non-finite features, whether written as strings ("NaN", "Infinity")
-// or as numbers too large for a float64 (1e999). It also returns the
-// feature vectors when every instance is an array of numbers (nil
-// otherwise: the schema then rejects the document).
-func precheck(doc any) ([][]float64, error) {
+// (either encoding's array empty) and non-finite features (dense features
+// and sparse values), whether written as strings ("NaN", "Infinity") or
+// as numbers too large for a float64 (1e999). It also converts the
+// instances (see converted).
+func precheck(doc any) (converted, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil, nil
+		return converted{}, nil
 	}
-	insts, ok := obj["instances"].([]any)
-	if !ok {
-		return nil, nil
+	insts, dense := obj["instances"].([]any)
+	sparse, isSparse := obj["sparse_instances"].([]any)
+	if (dense && len(insts) == 0) || (isSparse && len(sparse) == 0) {
+		return converted{}, wire.Reject(wire.ReasonEmptyBag, mil.ErrEmptyBag)
 	}
-	if len(insts) == 0 {
-		return nil, wire.Reject(wire.ReasonEmptyBag, mil.ErrEmptyBag)
-	}
-	numeric := true
-	out := make([][]float64, 0, len(insts))
-	for i, row := range insts {
-		vals, ok := row.([]any)
-		if !ok {
-			numeric = false
-			continue
-		}
-		x := make([]float64, 0, len(vals))
-		for j, v := range vals {
-			var s string
-			switch t := v.(type) {
-			case json.Number:
-				s = t.String()
-			case string:
-				s = strings.TrimSpace(t)
-				numeric = false
-			default:
+	var out converted
+	if dense {
+		numeric := true
+		rows := make([][]float64, 0, len(insts))
+		for i, row := range insts {
+			vals, ok := row.([]any)
+			if !ok {
 				numeric = false
 				continue
 			}
-			f, err := strconv.ParseFloat(s, 64)
-			if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
-				return nil, wire.Reject(wire.ReasonNonFinite, fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite))
+			x, ok, err := numbers(vals, func(j int, s string) error {
+				return fmt.Errorf("instance %d feature %d = %q: %w", i, j, s, mil.ErrNonFinite)
+			})
+			if err != nil {
+				return converted{}, err
 			}
-			x = append(x, f)
+			numeric = numeric && ok
+			rows = append(rows, x)
 		}
-		out = append(out, x)
+		if numeric {
+			out.dense = rows
+		}
 	}
-	if !numeric {
-		return nil, nil
+	if isSparse {
+		numeric := true
+		rows := make([]sparseDoc, 0, len(sparse))
+		for i, inst := range sparse {
+			o, ok := inst.(map[string]any)
+			if !ok {
+				numeric = false
+				continue
+			}
+			// Only the values are features: a string in idx is a plain
+			// schema fault.
+			vals, ok := o["val"].([]any)
+			if !ok {
+				numeric = false
+				continue
+			}
+			x, ok, err := numbers(vals, func(j int, s string) error {
+				return fmt.Errorf("instance %d value %d = %q: %w", i, j, s, mil.ErrNonFinite)
+			})
+			if err != nil {
+				return converted{}, err
+			}
+			idx, _ := o["idx"].([]any)
+			numeric = numeric && ok
+			rows = append(rows, sparseDoc{idx: idx, val: x})
+		}
+		if numeric {
+			out.sparse = rows
+		}
 	}
 	return out, nil
+}
+
+// numbers converts an array of features; ok is false when one is not a
+// number. A non-finite one is non_finite, with nonFinite's error.
+func numbers(vals []any, nonFinite func(j int, s string) error) (_ []float64, ok bool, _ error) {
+	ok = true
+	x := make([]float64, 0, len(vals))
+	for j, v := range vals {
+		var s string
+		switch t := v.(type) {
+		case json.Number:
+			s = t.String()
+		case string:
+			s = strings.TrimSpace(t)
+			ok = false
+		default:
+			ok = false
+			continue
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return nil, false, wire.Reject(wire.ReasonNonFinite, nonFinite(j, s))
+		}
+		x = append(x, f)
+	}
+	return x, ok, nil
 }
 
 // flattenSchemaError keeps the schema error on one line.
