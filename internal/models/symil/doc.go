@@ -42,6 +42,8 @@
 //	lambda       cv, or a fixed λ ≥ 0                           (cv)
 //	lambda_grid  λ candidates of the inner CV                   (0.1,0.2,0.5,1)
 //	cv_folds     folds of the inner CV over λ (stratified)      (3)
+//	cv_repeats   independent inner splits, averaged (for λ and
+//	             scale=auto; 1: the single split used before)   (3)
 //	gamma        RBF γ: auto (1 / mean squared pairwise distance),
 //	             meandist (the mean pairwise distance itself, the
 //	             paper's words read literally) or a number   (auto)
@@ -61,9 +63,10 @@
 //	             feature to [0, 1]); see README "Scaling and C".
 //	             auto chooses unit or zscore on the training bags:
 //	             the inner CV of λ runs under both, and unit is kept
-//	             unless zscore's held-out hits beat it by more than
-//	             one standard error of the paired difference (the
-//	             one-standard-error rule; see chooseScale); the
+//	             unless zscore's held-out hits, averaged per bag over
+//	             the cv_repeats splits, beat it by more than one
+//	             standard error of the paired per-bag difference
+//	             (the one-standard-error rule; see chooseScale); the
 //	             chosen transform keeps the λ it chose           (auto)
 //
 // # Reconstruction choices
@@ -89,8 +92,10 @@
 //     from the previous solution.
 //   - Restarts: the fit with the lowest P(w) of eq. 3 is kept.
 //   - λ = cv: for each class, stratified cv_folds-fold CV on the training
-//     bags over lambda_grid (one restart per candidate fit), best mean bag
-//     accuracy, the smaller λ on ties; then a refit on all training bags
+//     bags over lambda_grid (one restart per candidate fit), repeated over
+//     cv_repeats independent splits (the first is the split of a single CV,
+//     the others seeded from it), best mean bag accuracy over all (repeat,
+//     fold) cells, the smaller λ on ties; then a refit on all training bags
 //     with every restart.
 //
 // # Multi-label use

@@ -44,6 +44,7 @@ type Config struct {
 	Lambda     float64   // used when LambdaGrid is nil
 	LambdaGrid []float64 // non-nil: choose λ per class by inner CV
 	CVFolds    int
+	CVRepeats  int     // independent splits of the inner CV, averaged
 	Gamma      float64 // 0: auto or meandist
 	// GammaMeanDist selects the literal reading of the paper's γ: the mean
 	// pairwise instance distance itself (not its inverse square).
@@ -74,6 +75,8 @@ func ParamSpecs() []models.ParamSpec {
 		{Name: "lambda", Type: models.ParamString, Default: "cv", Doc: "cv (inner cross-validation over lambda_grid) or a fixed lambda >= 0"},
 		{Name: "lambda_grid", Type: models.ParamString, Default: "0.1,0.2,0.5,1", Doc: "comma-separated lambda candidates of the inner CV"},
 		{Name: "cv_folds", Type: models.ParamInt, Default: "3", Doc: "folds of the inner CV over lambda (stratified), >= 2"},
+		{Name: "cv_repeats", Type: models.ParamInt, Default: "3",
+			Doc: "independent splits of the inner CV, averaged (for lambda and scale=auto); 1: a single split"},
 		{Name: "gamma", Type: models.ParamString, Default: "auto",
 			Doc: "RBF gamma: auto (1 / mean squared pairwise distance), meandist (the mean pairwise distance) or a positive number"},
 		{Name: "restarts", Type: models.ParamInt, Default: "3", Doc: "random latent initialisations per fit; lowest objective kept"},
@@ -142,7 +145,7 @@ func ParseParams(p models.Params) (Config, error) {
 		key string
 		dst *int
 		def int
-	}{{"cv_folds", &cfg.CVFolds, 3}, {"restarts", &cfg.Restarts, 3}, {"epochs", &cfg.Epochs, 50},
+	}{{"cv_folds", &cfg.CVFolds, 3}, {"cv_repeats", &cfg.CVRepeats, 3}, {"restarts", &cfg.Restarts, 3}, {"epochs", &cfg.Epochs, 50},
 		{"cccp_iters", &cfg.CCCPIters, 20}, {"cp_iters", &cfg.CPIters, 100}, {"gram_limit", &cfg.GramLimit, 6000},
 		{"dcd_sweeps", &cfg.DCDSweeps, 2000}}
 	for _, f := range ints {
@@ -349,44 +352,74 @@ func (t *trainer) scorer(sol solution) ovr.Scorer {
 	return sc
 }
 
-// lambdaChoice is the outcome of the inner CV of λ for one class: the λ
-// chosen, its mean held-out bag accuracy (-1 when no fold could be scored),
-// and, per training bag, whether the fit under that λ classified it right
-// when it was held out (-1 for a bag of a fold that could not be scored).
-// scale=auto compares transforms bag by bag through hits: the inner folds
-// depend only on the labels and the seed, so they are the same under every
-// transform and the comparison is paired.
+// lambdaChoice is the outcome of the inner CV of one λ for one class: the
+// λ, its mean held-out bag accuracy over the scored (repeat, fold) cells
+// (-1 when none could be scored), and, per training bag, the fraction of
+// the repeats in which the fit under that λ classified it right when it was
+// held out (-1 for a bag no scored fold held out). scale=auto compares
+// transforms bag by bag through hits: the inner folds depend only on the
+// labels and the seed, so they are the same under every transform and the
+// comparison is paired.
 type lambdaChoice struct {
 	lam  float64
 	acc  float64
-	hits []int8
+	hits []float64
 }
 
-// chooseLambda runs the inner k-fold CV of the paper over the λ grid for one
-// class and returns the λ with the best mean held-out bag accuracy (the
-// smallest on ties: the grid is the paper's ascending order). Folds lacking
-// a positive or a negative training bag are skipped.
-func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (lambdaChoice, error) {
+// repeatSeed is the seed of repeat r of the inner CV: the class seed itself
+// for the first repeat (so cv_repeats=1 is the single split the inner CV
+// used before repeats existed), and an independent SplitMix64 stream of it
+// for the others. It depends only on the seed and r, never on the transform,
+// so the splits stay paired across transforms.
+func repeatSeed(seed uint64, r int) uint64 {
+	if r == 0 {
+		return seed
+	}
+	return ovr.Seed(int64(seed), 0x5eed, r)
+}
+
+// innerSplits returns the fold of every bag in each of cv_repeats
+// independent stratified cv_folds-fold splits (repeatSeed).
+func (t *trainer) innerSplits(pos []bool, seed uint64) [][]int {
+	out := make([][]int, max(1, t.cfg.CVRepeats))
+	for r := range out {
+		// Positives and negatives are dealt round-robin after a seeded
+		// shuffle, so every fold keeps the class balance.
+		out[r] = folds.Binary(pos, t.cfg.CVFolds, repeatSeed(seed, r), 0xf01d)
+	}
+	return out
+}
+
+// innerCV runs the inner CV of the paper for one class over the λ grid (or
+// the fixed λ alone), repeated over the independent splits of innerSplits,
+// and returns one lambdaChoice per candidate, in grid order. Folds lacking a
+// positive or a negative training bag are skipped. Averaging several
+// splits reduces the variance that the choice of one split adds to the
+// held-out estimate (Kohavi 1995; ESL §7.10), which is what both choices
+// made on it (λ, and the transform under scale=auto) rank by.
+func (t *trainer) innerCV(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) ([]lambdaChoice, error) {
 	grid := t.cfg.LambdaGrid
 	if grid == nil {
 		grid = []float64{t.cfg.Lambda}
 	}
 	k := t.cfg.CVFolds
-	// Positives and negatives are dealt round-robin after a seeded shuffle,
-	// so every fold keeps the class balance.
-	fold := folds.Binary(pos, k, seed, 0xf01d)
-	acc := make([]float64, len(grid)*k)
-	valid := make([]bool, len(grid)*k)
-	// hit[li][i]: bag i, held out, classified right under grid[li].
+	splits := t.innerSplits(pos, seed)
+	reps, n := len(splits), len(bags)
+	cells := reps * k
+	acc := make([]float64, len(grid)*cells)
+	valid := make([]bool, len(grid)*cells)
+	// hit[li][r*n+i]: bag i, held out in repeat r, classified right under
+	// grid[li] (1), wrong (0), or not scored (-1).
 	hit := make([][]int8, len(grid))
 	for li := range hit {
-		hit[li] = make([]int8, len(bags))
+		hit[li] = make([]int8, reps*n)
 		for i := range hit[li] {
 			hit[li][i] = -1
 		}
 	}
-	err := ovr.Parallel(ctx, workers, len(grid)*k, func(ctx context.Context, job int) error {
-		li, f := job/k, job%k
+	err := ovr.Parallel(ctx, workers, len(grid)*cells, func(ctx context.Context, job int) error {
+		li, r, f := job/cells, job%cells/k, job%k
+		fold := splits[r]
 		var trB, teB [][]int
 		var trY, teY []bool
 		var teI []int
@@ -405,7 +438,7 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 		// final refit on all bags makes the restarts.
 		one := *t
 		one.cfg.Restarts = 1
-		sol, err := one.fitBinary(ctx, tr, nil, ovr.Seed(int64(seed), f))
+		sol, err := one.fitBinary(ctx, tr, nil, ovr.Seed(int64(repeatSeed(seed, r)), f))
 		if err != nil {
 			return err
 		}
@@ -416,32 +449,71 @@ func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, se
 		}
 		for j := range te.n() {
 			hp, hm := te.extremes(s, j)
-			// Each job writes only the bags of its own (λ, fold) cell.
-			hit[li][teI[j]] = 0
+			// Each job writes only the bags of its own (λ, repeat, fold) cell.
+			h := &hit[li][r*n+teI[j]]
+			*h = 0
 			if (s[hp]+s[hm] >= 0) == te.pos[j] {
-				hit[li][teI[j]] = 1
+				*h = 1
 			}
 		}
 		acc[job], valid[job] = te.accuracy(s), true
 		return nil
 	})
 	if err != nil {
-		return lambdaChoice{}, err
+		return nil, err
 	}
-	best := lambdaChoice{lam: grid[0], acc: -1, hits: hit[0]}
+	out := make([]lambdaChoice, len(grid))
 	for li, lam := range grid {
 		sum, cnt := 0.0, 0
-		for f := range k {
-			if valid[li*k+f] {
-				sum += acc[li*k+f]
+		for c := range cells {
+			if valid[li*cells+c] {
+				sum += acc[li*cells+c]
 				cnt++
 			}
 		}
-		if cnt > 0 && sum/float64(cnt) > best.acc+1e-12 {
-			best = lambdaChoice{lam: lam, acc: sum / float64(cnt), hits: hit[li]}
+		out[li] = lambdaChoice{lam: lam, acc: -1, hits: make([]float64, n)}
+		if cnt > 0 {
+			out[li].acc = sum / float64(cnt)
+		}
+		for i := range n {
+			right, scored := 0, 0
+			for r := range reps {
+				if h := hit[li][r*n+i]; h >= 0 {
+					right += int(h)
+					scored++
+				}
+			}
+			out[li].hits[i] = -1
+			if scored > 0 {
+				out[li].hits[i] = float64(right) / float64(scored)
+			}
 		}
 	}
-	return best, nil
+	return out, nil
+}
+
+// pickLambda returns the candidate with the best mean held-out accuracy,
+// the first (the smallest λ of the paper's ascending grid) on ties; the
+// first when none was scored.
+func pickLambda(cands []lambdaChoice) lambdaChoice {
+	best := cands[0]
+	best.acc = -1
+	for _, c := range cands {
+		if c.acc >= 0 && c.acc > best.acc+1e-12 {
+			best = c
+		}
+	}
+	return best
+}
+
+// chooseLambda runs the inner CV (innerCV) over the λ grid for one class and
+// returns the λ pickLambda keeps, with its accuracy and held-out hits.
+func (t *trainer) chooseLambda(ctx context.Context, bags [][]int, pos []bool, seed uint64, workers int) (lambdaChoice, error) {
+	cands, err := t.innerCV(ctx, bags, pos, seed, workers)
+	if err != nil {
+		return lambdaChoice{}, err
+	}
+	return pickLambda(cands), nil
 }
 
 // Fit trains one binary SyMIL per class (one-vs-rest: a bag is positive for
@@ -568,7 +640,7 @@ func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.Fit
 		datas = make([]*ovr.Data, len(autoScales))
 		trs   = make([]*trainer, len(autoScales))
 		lams  = make([][]float64, len(autoScales))
-		hits  = make([][]int8, len(autoScales))
+		hits  = make([][]float64, len(autoScales))
 	)
 	for si, sc := range autoScales {
 		c := cfg
@@ -605,10 +677,14 @@ func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.Fit
 }
 
 // chooseScale returns the index of the transform scale=auto keeps, given per
-// transform the held-out hits of its inner CV (1 right, 0 wrong, -1 not
-// scored), the same (class, bag) pairs in the same order for every
-// transform. The first transform is kept unless another beats it by more
-// than one standard error of the paired difference of hits (the
+// transform the held-out hits of its inner CV (per bag, the fraction of the
+// inner repeats that classified it right; -1 not scored), the same
+// (class, bag) pairs in the same order for every transform. The bag, not
+// the (bag, repeat) pair, is the unit of observation: the repeats reuse the
+// same bags, so counting them as independent pairs would shrink the
+// standard error by √repeats without more data. The first transform is
+// kept unless another beats it by more than one standard error of the
+// paired per-bag difference of hits (the
 // one-standard-error rule of Breiman et al. 1984, ESL §7.10); among those
 // that do, the one with the largest mean difference.
 //
@@ -620,7 +696,7 @@ func prepare(ctx context.Context, train *mil.Dataset, cfg Config, opt models.Fit
 // not fitted to those sets; on data where unit norms lose the class
 // (TestScaleAutoEqualsItsChoice's shifted toy) z-scores win by many
 // standard errors and are still chosen.
-func chooseScale(hits [][]int8) int {
+func chooseScale(hits [][]float64) int {
 	best, bestGain := 0, 0.0
 	for si := 1; si < len(hits); si++ {
 		if len(hits[si]) != len(hits[0]) {
@@ -631,7 +707,7 @@ func chooseScale(hits [][]int8) int {
 			if h < 0 || hits[0][i] < 0 {
 				continue
 			}
-			d := float64(h - hits[0][i])
+			d := h - hits[0][i]
 			n++
 			sum += d
 			sumSq += d * d
