@@ -414,8 +414,15 @@ func (d *bagDecoder) open() bool {
 // instances decodes the feature vectors: one row after another into one
 // backing array, each feature checked for being finite as it is read.
 func (d *bagDecoder) instances() error {
+	return d.instanceArray("instances", '[', "instance %d is not an array", d.row)
+}
+
+// instanceArray decodes the array of instances named name, each opening
+// with open and read by item (an instance of another type is a schema
+// fault, notType); an empty array marks the bag empty.
+func (d *bagDecoder) instanceArray(name string, open byte, notType string, item func(k int) error) error {
 	if d.i >= len(d.s) || d.s[d.i] != '[' {
-		d.schemaf("instances is not an array")
+		d.schemaf("%s is not an array", name)
 		return d.skip(1)
 	}
 	if d.open() {
@@ -424,15 +431,15 @@ func (d *bagDecoder) instances() error {
 	}
 	for k := 0; ; k++ {
 		d.space()
-		if d.i < len(d.s) && d.s[d.i] == '[' {
-			if err := d.row(k); err != nil {
+		if d.i < len(d.s) && d.s[d.i] == open {
+			if err := item(k); err != nil {
 				return err
 			}
 		} else {
 			if err := d.skip(2); err != nil {
 				return err
 			}
-			d.schemaf("instance %d is not an array", k)
+			d.schemaf(notType, k)
 		}
 		if more, err := d.next(']'); !more {
 			return err
@@ -506,30 +513,7 @@ func (d *bagDecoder) number64(k, j int, what string, depth int) error {
 // instance after another into d.idx, the values into d.floats, the
 // entries of each into d.rowLens.
 func (d *bagDecoder) sparseInstances() error {
-	if d.i >= len(d.s) || d.s[d.i] != '[' {
-		d.schemaf("sparse_instances is not an array")
-		return d.skip(1)
-	}
-	if d.open() {
-		d.empty = true
-		return nil
-	}
-	for k := 0; ; k++ {
-		d.space()
-		if d.i < len(d.s) && d.s[d.i] == '{' {
-			if err := d.sparseInstance(k); err != nil {
-				return err
-			}
-		} else {
-			if err := d.skip(2); err != nil {
-				return err
-			}
-			d.schemaf("sparse instance %d is not an object", k)
-		}
-		if more, err := d.next(']'); !more {
-			return err
-		}
-	}
+	return d.instanceArray("sparse_instances", '{', "sparse instance %d is not an object", d.sparseInstance)
 }
 
 // sparseInstance decodes sparse instance k, an object {"idx":[...],
