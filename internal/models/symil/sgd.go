@@ -4,6 +4,9 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/solver/sparsesgd"
 )
 
 // linearSolver trains linear SyMIL in the primal: the CCCP outer loop of
@@ -48,19 +51,40 @@ func (ls *linearSolver) scores(p *problem, w []float64, s []float64) []float64 {
 }
 
 // sgd minimises P_t^CCCP(w) = ½‖w‖² + (C/n)Σ_i q_i(w) at frozen latent ht,
-// starting from w (updated in place) with step counter *tau. Each step
-// samples a bag uniformly, re-infers its h⁺/h⁻ at the current w and follows
-// the unbiased sub-gradient w + C·∂q_i(w) (Appendix B eqs. 25–29; the
-// paper's C/n only rescales the step). It returns the average of the
-// iterates of the second half of the epochs, which is what converges at the
-// O(1/T) rate for a strongly convex non-smooth objective.
+// starting from w (updated in place) with step counter *tau; see sgdSteps.
 func (ls *linearSolver) sgd(ctx context.Context, p *problem, ht latent, w []float64, tau *float64, rng *rand.Rand) ([]float64, error) {
+	return sgdSteps(ctx, p, ht, ls.x, &denseWeights{w: w, avg: make([]float64, len(w))}, ls.epochs, ls.tau0, tau, rng)
+}
+
+// weights is the SGD iterate w and the running average of its counted
+// iterates over rows of type X: dense rows update w in place
+// (denseWeights), sparse rows keep w = a·v (sparsesgd.Averaged) so that a
+// step costs the non-zeros of the rows it touches.
+type weights[X any] interface {
+	Dot(x X) float64
+	Decay(f float64)    // w ← f·w
+	Add(f float64, x X) // w ← w + f·x
+	Count()             // end a step whose iterate is averaged
+	Step()              // end a step whose iterate is not
+	Average() []float64 // the average of the counted iterates (w if none)
+}
+
+var (
+	_ weights[[]float64]     = (*denseWeights)(nil)
+	_ weights[mil.SparseVec] = (*sparsesgd.Averaged)(nil)
+)
+
+// sgdSteps runs the epochs of Alg. 2 on the weights st: each step samples
+// a bag uniformly, re-infers its h⁺/h⁻ at the current w and follows the
+// unbiased sub-gradient w + C·∂q_i(w) (Appendix B eqs. 25–29; the paper's
+// C/n only rescales the step). It returns the average of the iterates of
+// the second half of the epochs, which is what converges at the O(1/T)
+// rate for a strongly convex non-smooth objective. The dense and the
+// sparse solver share it, so both take the same steps.
+func sgdSteps[X any](ctx context.Context, p *problem, ht latent, x []X, st weights[X], epochs int, tau0 float64, tau *float64, rng *rand.Rand) ([]float64, error) {
 	n := p.n()
-	d := len(w)
-	avg := make([]float64, d)
-	steps := ls.epochs * n
+	steps := epochs * n
 	half := steps / 2
-	counted := 0
 	var local [64]float64
 	for step := range steps {
 		if step%n == 0 {
@@ -75,36 +99,62 @@ func (ls *linearSolver) sgd(ctx context.Context, p *problem, ht latent, w []floa
 			s = make([]float64, 0, hi-lo)
 		}
 		for l := lo; l < hi; l++ {
-			s = append(s, dot(w, ls.x[p.gid[l]]))
+			s = append(s, st.Dot(x[p.gid[l]]))
 		}
 		pc := p.pieceBag(s, i)
 		idx, coef, _ := p.cave(ht, i)
-		eta := 1 / (*tau + ls.tau0)
+		eta := 1 / (*tau + tau0)
 		*tau++
-		decay := 1 - eta
-		for j := range w {
-			w[j] *= decay
-		}
+		st.Decay(1 - eta)
 		f := eta * p.c
 		if pc.cp != 0 {
-			axpy(-f*pc.cp, ls.x[p.gid[pc.hp]], w)
+			st.Add(-f*pc.cp, x[p.gid[pc.hp]])
 		}
 		if pc.cm != 0 {
-			axpy(-f*pc.cm, ls.x[p.gid[pc.hm]], w)
+			st.Add(-f*pc.cm, x[p.gid[pc.hm]])
 		}
-		axpy(f*coef, ls.x[p.gid[idx]], w)
+		st.Add(f*coef, x[p.gid[idx]])
 		if step >= half {
-			counted++
-			r := 1 / float64(counted)
-			for j := range avg {
-				avg[j] += r * (w[j] - avg[j])
-			}
+			st.Count()
+		} else {
+			st.Step()
 		}
 	}
-	if counted == 0 {
-		copy(avg, w)
+	return st.Average(), nil
+}
+
+// denseWeights is w itself, updated in place, and the running mean of the
+// counted iterates.
+type denseWeights struct {
+	w, avg  []float64
+	counted int
+}
+
+func (d *denseWeights) Dot(x []float64) float64 { return dot(d.w, x) }
+
+func (d *denseWeights) Decay(f float64) {
+	for j := range d.w {
+		d.w[j] *= f
 	}
-	return avg, nil
+}
+
+func (d *denseWeights) Add(f float64, x []float64) { axpy(f, x, d.w) }
+
+func (d *denseWeights) Count() {
+	d.counted++
+	r := 1 / float64(d.counted)
+	for j := range d.avg {
+		d.avg[j] += r * (d.w[j] - d.avg[j])
+	}
+}
+
+func (d *denseWeights) Step() {}
+
+func (d *denseWeights) Average() []float64 {
+	if d.counted == 0 {
+		copy(d.avg, d.w)
+	}
+	return d.avg
 }
 
 func axpy(a float64, x, y []float64) {
@@ -114,23 +164,33 @@ func axpy(a float64, x, y []float64) {
 }
 
 // fit runs CCCP from the latent init ht0 and returns the weights with the
-// lowest P(w) met and that value. The loop stops when the latent variables
-// are a fixed point or P decreases by less than eps·max(1, P) (spec pitfall 5:
-// the decrease, not the increase), or after maxIter rounds.
+// lowest P(w) met and that value; see cccp.
 func (ls *linearSolver) fit(ctx context.Context, p *problem, ht latent, maxIter int, eps float64, rng *rand.Rand) ([]float64, float64, error) {
-	d := len(ls.x[0])
-	w := make([]float64, d)
-	best, bestP := make([]float64, d), math.Inf(1)
+	return cccp(p, ht, len(ls.x[0]), maxIter, eps,
+		func(ht latent, w []float64, tau *float64) ([]float64, error) { return ls.sgd(ctx, p, ht, w, tau, rng) },
+		func(w, s []float64) []float64 { return ls.scores(p, w, s) })
+}
+
+// cccp is the outer loop of Alg. 1 for a primal solver of width weights:
+// sgd solves the subproblem at the latent variables ht from w,
+// scores gives every instance's score under w. The loop stops when the
+// latent variables are a fixed point or P decreases by less than
+// eps·max(1, P) (spec pitfall 5: the decrease, not the increase), or after
+// maxIter rounds.
+func cccp(p *problem, ht latent, width, maxIter int, eps float64,
+	sgd func(ht latent, w []float64, tau *float64) ([]float64, error), scores func(w, s []float64) []float64) ([]float64, float64, error) {
+	w := make([]float64, width)
+	best, bestP := make([]float64, width), math.Inf(1)
 	tau := 0.0
 	prev := math.Inf(1)
 	var s []float64
 	for range maxIter {
-		avg, err := ls.sgd(ctx, p, ht, w, &tau, rng)
+		avg, err := sgd(ht, w, &tau)
 		if err != nil {
 			return nil, 0, err
 		}
 		copy(w, avg) // warm start the next subproblem from the averaged iterate
-		s = ls.scores(p, w, s)
+		s = scores(w, s)
 		obj := p.objective(dot(w, w), s)
 		if obj < bestP {
 			bestP = obj

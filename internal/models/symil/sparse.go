@@ -74,75 +74,14 @@ func (ls *sparseSolver) scores(p *problem, w []float64, s []float64) []float64 {
 // sgd is linearSolver.sgd with the weights kept by sparsesgd: the same
 // sampled bags, pieces, steps and averaged iterate.
 func (ls *sparseSolver) sgd(ctx context.Context, p *problem, ht latent, w []float64, tau *float64, rng *rand.Rand) ([]float64, error) {
-	n := p.n()
-	st := sparsesgd.New(w)
-	steps := ls.epochs * n
-	half := steps / 2
-	var local [64]float64
-	for step := range steps {
-		if step%n == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		i := rng.IntN(n)
-		lo, hi := p.start[i], p.start[i+1]
-		s := local[:0]
-		if hi-lo > len(local) {
-			s = make([]float64, 0, hi-lo)
-		}
-		for l := lo; l < hi; l++ {
-			s = append(s, st.Dot(ls.x[p.gid[l]]))
-		}
-		pc := p.pieceBag(s, i)
-		idx, coef, _ := p.cave(ht, i)
-		eta := 1 / (*tau + ls.tau0)
-		*tau++
-		st.Decay(1 - eta)
-		f := eta * p.c
-		if pc.cp != 0 {
-			st.Add(-f*pc.cp, ls.x[p.gid[pc.hp]])
-		}
-		if pc.cm != 0 {
-			st.Add(-f*pc.cm, ls.x[p.gid[pc.hm]])
-		}
-		st.Add(f*coef, ls.x[p.gid[idx]])
-		if step >= half {
-			st.Count()
-		} else {
-			st.Step()
-		}
-	}
-	return st.Average(), nil
+	return sgdSteps(ctx, p, ht, ls.x, sparsesgd.New(w), ls.epochs, ls.tau0, tau, rng)
 }
 
 // fit is linearSolver.fit on sparse rows.
 func (ls *sparseSolver) fit(ctx context.Context, p *problem, ht latent, maxIter int, eps float64, rng *rand.Rand) ([]float64, float64, error) {
-	w := make([]float64, ls.width)
-	best, bestP := make([]float64, ls.width), math.Inf(1)
-	tau := 0.0
-	prev := math.Inf(1)
-	var s []float64
-	for range maxIter {
-		avg, err := ls.sgd(ctx, p, ht, w, &tau, rng)
-		if err != nil {
-			return nil, 0, err
-		}
-		copy(w, avg)
-		s = ls.scores(p, w, s)
-		obj := p.objective(dot(w, w), s)
-		if obj < bestP {
-			bestP = obj
-			copy(best, w)
-		}
-		next := p.infer(s)
-		if next.equal(ht) || (prev-obj >= 0 && prev-obj < eps*math.Max(1, math.Abs(obj))) {
-			break
-		}
-		prev = obj
-		ht = next
-	}
-	return best, bestP, nil
+	return cccp(p, ht, ls.width, maxIter, eps,
+		func(ht latent, w []float64, tau *float64) ([]float64, error) { return ls.sgd(ctx, p, ht, w, tau, rng) },
+		func(w, s []float64) []float64 { return ls.scores(p, w, s) })
 }
 
 // scorer is trainer.scorer for the sparse solver.
