@@ -69,11 +69,8 @@ func (p *Problem) CachedLogits(w []float64) []float64 {
 // NewProblem copies the instances into an augmented design matrix. targets
 // may be nil (to be filled later through T); otherwise it is N × classes.
 func NewProblem(classes, dim int, x [][]float64, targets [][]float64, l2 float64, workers int) (*Problem, error) {
-	if classes <= 0 {
-		return nil, errors.New("softmax: no classes")
-	}
-	if l2 < 0 || math.IsNaN(l2) {
-		return nil, fmt.Errorf("softmax: l2 must be >= 0, got %v", l2)
+	if err := checkSettings(classes, l2); err != nil {
+		return nil, err
 	}
 	n := len(x)
 	p := &Problem{Classes: classes, Dim: dim, N: n, L2: l2, Workers: workers,
@@ -85,18 +82,38 @@ func NewProblem(classes, dim int, x [][]float64, targets [][]float64, l2 float64
 		copy(p.X[i*(dim+1):], row)
 		p.X[i*(dim+1)+dim] = 1
 	}
-	if targets != nil {
-		if len(targets) != n {
-			return nil, fmt.Errorf("softmax: %d target rows for %d instances", len(targets), n)
-		}
-		for i, t := range targets {
-			if len(t) != classes {
-				return nil, fmt.Errorf("softmax: target row %d has %d classes, want %d", i, len(t), classes)
-			}
-			copy(p.T[i*classes:], t)
-		}
+	if err := p.setTargets(targets); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// checkSettings refuses a problem without classes or with a negative L2.
+func checkSettings(classes int, l2 float64) error {
+	if classes <= 0 {
+		return errors.New("softmax: no classes")
+	}
+	if l2 < 0 || math.IsNaN(l2) {
+		return fmt.Errorf("softmax: l2 must be >= 0, got %v", l2)
+	}
+	return nil
+}
+
+// setTargets copies targets (nil: none yet) into T, N rows of Classes.
+func (p *Problem) setTargets(targets [][]float64) error {
+	if targets == nil {
+		return nil
+	}
+	if len(targets) != p.N {
+		return fmt.Errorf("softmax: %d target rows for %d instances", len(targets), p.N)
+	}
+	for i, t := range targets {
+		if len(t) != p.Classes {
+			return fmt.Errorf("softmax: target row %d has %d classes, want %d", i, len(t), p.Classes)
+		}
+		copy(p.T[i*p.Classes:], t)
+	}
+	return nil
 }
 
 func (p *Problem) nParams() int { return p.Classes * (p.Dim + 1) }

@@ -1,9 +1,7 @@
 package softmax
 
 import (
-	"errors"
 	"fmt"
-	"math"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
@@ -19,11 +17,8 @@ import (
 // NewSparseProblem is NewProblem with sparse instances (indices < dim;
 // the bias column is implicit). targets may be nil.
 func NewSparseProblem(classes, dim int, x []mil.SparseVec, targets [][]float64, l2 float64, workers int) (*Problem, error) {
-	if classes <= 0 {
-		return nil, errors.New("softmax: no classes")
-	}
-	if l2 < 0 || math.IsNaN(l2) {
-		return nil, fmt.Errorf("softmax: l2 must be >= 0, got %v", l2)
+	if err := checkSettings(classes, l2); err != nil {
+		return nil, err
 	}
 	for i, row := range x {
 		if err := row.Validate(dim); err != nil {
@@ -32,16 +27,8 @@ func NewSparseProblem(classes, dim int, x []mil.SparseVec, targets [][]float64, 
 	}
 	n := len(x)
 	p := &Problem{Classes: classes, Dim: dim, N: n, L2: l2, Workers: workers, SX: x, T: make([]float64, n*classes)}
-	if targets != nil {
-		if len(targets) != n {
-			return nil, fmt.Errorf("softmax: %d target rows for %d instances", len(targets), n)
-		}
-		for i, t := range targets {
-			if len(t) != classes {
-				return nil, fmt.Errorf("softmax: target row %d has %d classes, want %d", i, len(t), classes)
-			}
-			copy(p.T[i*classes:], t)
-		}
+	if err := p.setTargets(targets); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
