@@ -563,6 +563,19 @@ func BenchmarkBagFormats(b *testing.B) {
 		bin[i] = m.AppendProto(nil)
 	}
 	v, _ := wire.NewValidator(0)
+	msgs := make([]wire.BagMessage, len(ds.Bags))
+	for i := range ds.Bags {
+		msgs[i] = wire.NewBagMessage(&ds.Bags[i], "mscv2", ds.Dim, ds.Classes, false)
+	}
+	for _, f := range []wire.Format{wire.FormatJSON, wire.FormatProtobuf} {
+		b.Run("encode-"+string(f), func(b *testing.B) {
+			for i := range b.N {
+				if _, err := msgs[i%len(msgs)].Marshal(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	b.Run("decode-json", func(b *testing.B) {
 		for i := range b.N {
 			if _, err := v.DecodeBag(js[i%len(js)]); err != nil {
