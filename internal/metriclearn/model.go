@@ -232,6 +232,38 @@ func Build(ctx context.Context, kind string, train *mil.Dataset, proj Projection
 	return newModel(meta, st, idx)
 }
 
+// WithHausdorff returns the model m would be had it been built with the bag
+// distance hausdorff and the metadata parameters params: the same
+// projection, centroids and projected training bags (shared, not copied:
+// both models are immutable), with the citation radii and index of that
+// distance. It is Build with cfg.Hausdorff changed, minus the projection of
+// every training instance and the centroid sums, which do not depend on the
+// bag distance; select=cv of mimlca scores both distances on one learned
+// metric this way.
+func (m *Model) WithHausdorff(ctx context.Context, hausdorff string, params models.Params, workers int) (*Model, error) {
+	st := m.st
+	st.Hausdorff = hausdorff
+	st.CiteRadius = nil
+	if hausdorff != HausdorffMin && hausdorff != HausdorffMax {
+		return nil, fmt.Errorf("mlca: unknown bag distance %q", hausdorff)
+	}
+	var idx *bagIndex
+	if len(st.TrainBags) > 0 {
+		if hausdorff == HausdorffMin {
+			idx = newBagIndex(st.TrainBags, st.Projection.OutDim)
+		} else {
+			idx = newBagScan(st.TrainBags)
+		}
+		var err error
+		if st.CiteRadius, err = idx.citeRadii(ctx, st.Citers, hausdorff == HausdorffMax, workers); err != nil {
+			return nil, err
+		}
+	}
+	meta := m.meta
+	meta.Params = params
+	return newModel(meta, st, idx)
+}
+
 // newModel checks st and assembles the model; idx is the index of
 // st.TrainBags when the caller already built it (nil: built here).
 func newModel(meta models.Meta, st State, idx *bagIndex) (*Model, error) {

@@ -126,12 +126,40 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 	if err != nil {
 		return nil, Result{}, err
 	}
+	l, err := learn(ctx, train, cfg, o, opt)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	m, err := metriclearn.Build(ctx, KindName, l.labeled, l.proj, l.assigned, cfg, opt.Params, opt.Workers)
+	if err != nil {
+		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+	}
+	if opt.Progress != nil {
+		opt.Progress(3, 3)
+	}
+	return m, l.res, nil
+}
+
+// learned is the outcome of the metric learning of Algorithm 1, before the
+// citation-kNN model is built on it.
+type learned struct {
+	labeled  *mil.Dataset // the labeled bags of the training set
+	proj     metriclearn.Projection
+	assigned [][]int // per labeled bag, the class of each instance (-1: none)
+	res      Result
+}
+
+// learn runs Algorithm 1 up to the metric (feature map, adapted k-means,
+// closed form). It reads neither hausdorff nor refs nor citers, nor draws
+// anything after the k-means, so every citation-kNN setting of one fit
+// shares its outcome (Select relies on this).
+func learn(ctx context.Context, train *mil.Dataset, cfg metriclearn.Config, o Options, opt models.FitOptions) (learned, error) {
 	k := len(train.Classes)
 	labeled := &mil.Dataset{Name: train.Name, Classes: train.Classes, Dim: train.Dim}
 	for i := range train.Bags {
 		b := &train.Bags[i]
 		if err := b.Validate(train.Dim, k); err != nil {
-			return nil, Result{}, fmt.Errorf("mimlca fit: %w: %w", models.ErrBadInput, err)
+			return learned{}, fmt.Errorf("mimlca fit: %w: %w", models.ErrBadInput, err)
 		}
 		if b.Labeled() {
 			labeled.Bags = append(labeled.Bags, *b)
@@ -139,7 +167,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 	}
 	xs := metriclearn.Instances(labeled)
 	if len(xs) == 0 {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", metriclearn.ErrNoData)
+		return learned{}, fmt.Errorf("mimlca fit: %w", metriclearn.ErrNoData)
 	}
 	bags := make([]Bag, len(labeled.Bags))
 	start := 0
@@ -151,7 +179,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6d696d6c))
 	fm, err := metriclearn.NewFeatureMap(cfg.Kernel, cfg.Gamma, cfg.Landmarks, xs, rng)
 	if err != nil {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+		return learned{}, fmt.Errorf("mimlca fit: %w", err)
 	}
 	phi := fm.Matrix(xs)
 	if cfg.Center {
@@ -167,7 +195,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 	if cfg.Kernel != metriclearn.KernelLinear && o.Assign == "input" {
 		lin, err := metriclearn.NewFeatureMap(metriclearn.KernelLinear, 0, 0, xs, rng)
 		if err != nil {
-			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+			return learned{}, fmt.Errorf("mimlca fit: %w", err)
 		}
 		space = lin.Matrix(xs)
 		if cfg.Center {
@@ -176,13 +204,13 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 	}
 	wh, err := metriclearn.NewWhitener(metriclearn.Gram(space), len(xs))
 	if err != nil {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+		return learned{}, fmt.Errorf("mimlca fit: %w", err)
 	}
 	u := wh.Project(space)
 	progress(1)
 	res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Capacity: o.Capacity, Iters: o.Iters, Restarts: o.Restarts, Workers: opt.Workers}, rng)
 	if err != nil {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+		return learned{}, fmt.Errorf("mimlca fit: %w", err)
 	}
 	progress(2)
 	// Steps 9-11: closed form on the assigned rows.
@@ -193,7 +221,7 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 		}
 	}
 	if len(sel) == 0 {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", metriclearn.ErrNoData)
+		return learned{}, fmt.Errorf("mimlca fit: %w: no bag has both instances and labels", metriclearn.ErrNoData)
 	}
 	var w *mat.Dense
 	if cfg.Metric == metriclearn.MetricLearned {
@@ -205,17 +233,12 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metri
 			lab[r] = res.Assigned[j]
 		}
 		if w, err = metriclearn.Train(xsel, lab, k); err != nil {
-			return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
+			return learned{}, fmt.Errorf("mimlca fit: %w", err)
 		}
 	}
 	assigned := make([][]int, len(bags))
 	for i, b := range bags {
 		assigned[i] = res.Assigned[b.Start : b.Start+b.N]
 	}
-	m, err := metriclearn.Build(ctx, KindName, labeled, fm.Projection(w), assigned, cfg, opt.Params, opt.Workers)
-	if err != nil {
-		return nil, Result{}, fmt.Errorf("mimlca fit: %w", err)
-	}
-	progress(3)
-	return m, res, nil
+	return learned{labeled: labeled, proj: fm.Projection(w), assigned: assigned, res: res}, nil
 }

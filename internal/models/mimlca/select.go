@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/mimlstream/mimlstream/internal/folds"
@@ -106,6 +107,13 @@ type Selection struct {
 // random numbers: the k-means restarts start from the same draws), so the
 // comparison is between settings, not between random starts. The result
 // depends only on opt.Seed, never on opt.Workers.
+//
+// Candidates that differ only in hausdorff share one metric per inner fold:
+// the metric learning reads neither the bag distance nor anything drawn
+// after it (see learn), so it is learned once and each distance's
+// citation-kNN is built on it (fitGroup). The scores are those of a
+// separate fit per candidate, bit for bit (TestSelectSharedMetricMatchesSeparateFits),
+// at half the metric learning of the default grid.
 func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cands []models.Params, k int) (Selection, error) {
 	if len(cands) == 0 {
 		return Selection{}, fmt.Errorf("select: no candidates")
@@ -120,6 +128,7 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 	if err != nil {
 		return Selection{}, fmt.Errorf("select: %w", err)
 	}
+	groups := hausdorffGroups(cands)
 	accs := make([]*measure.Accumulator, len(cands))
 	for c := range accs {
 		accs[c] = measure.NewAccumulator(len(train.Classes))
@@ -138,19 +147,20 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 				tr.Bags = append(tr.Bags, train.Bags[i])
 			}
 		}
-		for c, p := range cands {
-			inner := models.FitOptions{Params: p, Seed: innerSeed(opt.Seed, f), Workers: opt.Workers}
-			m, _, err := fit(ctx, tr, inner)
+		for _, g := range groups {
+			ms, err := fitGroup(ctx, tr, cands, g, innerSeed(opt.Seed, f), opt.Workers)
 			if err != nil {
-				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
+				return Selection{}, fmt.Errorf("select: fold %d: %w", f, err)
 			}
-			preds, err := measure.Predict(ctx, m, te, models.Inductive, opt.Workers)
-			if err != nil {
-				return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", p, f, err)
-			}
-			for j, b := range te {
-				if err := accs[c].Add(b, preds[j]); err != nil {
-					return Selection{}, fmt.Errorf("select: score candidate %v: %w", p, err)
+			for i, c := range g {
+				preds, err := measure.Predict(ctx, ms[i], te, models.Inductive, opt.Workers)
+				if err != nil {
+					return Selection{}, fmt.Errorf("select: candidate %v, fold %d: %w", cands[c], f, err)
+				}
+				for j, b := range te {
+					if err := accs[c].Add(b, preds[j]); err != nil {
+						return Selection{}, fmt.Errorf("select: score candidate %v: %w", cands[c], err)
+					}
 				}
 			}
 		}
@@ -166,6 +176,64 @@ func Select(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cand
 		}
 	}
 	return s, nil
+}
+
+// hausdorffGroups partitions the candidate indices into groups whose
+// parameters are equal but for hausdorff, each group in candidate order and
+// the groups in order of their first candidate.
+func hausdorffGroups(cands []models.Params) [][]int {
+	var groups [][]int
+	var keys []models.Params
+	for c, p := range cands {
+		key := maps.Clone(p)
+		delete(key, "hausdorff")
+		at := slices.IndexFunc(keys, func(k models.Params) bool { return maps.Equal(k, key) })
+		if at < 0 {
+			keys = append(keys, key)
+			groups = append(groups, nil)
+			at = len(groups) - 1
+		}
+		groups[at] = append(groups[at], c)
+	}
+	return groups
+}
+
+// fitGroup fits the candidates cands[g[0]], cands[g[1]], ... (equal but for
+// hausdorff) on train with seed: one metric learning, then one citation-kNN
+// model per candidate, the first built from the learned metric and the
+// others from the first's projected training bags. Each model equals
+// fit(ctx, train, {Params: cands[c], Seed: seed}) exactly.
+func fitGroup(ctx context.Context, train *mil.Dataset, cands []models.Params, g []int, seed int64, workers int) ([]*metriclearn.Model, error) {
+	p0 := cands[g[0]]
+	cfg, err := metriclearn.ParseConfig(p0)
+	if err != nil {
+		return nil, fmt.Errorf("candidate %v: %w", p0, err)
+	}
+	o, err := parseOptions(p0)
+	if err != nil {
+		return nil, fmt.Errorf("candidate %v: %w", p0, err)
+	}
+	l, err := learn(ctx, train, cfg, o, models.FitOptions{Params: p0, Seed: seed, Workers: workers})
+	if err != nil {
+		return nil, fmt.Errorf("candidate %v: %w", p0, err)
+	}
+	m0, err := metriclearn.Build(ctx, KindName, l.labeled, l.proj, l.assigned, cfg, p0, workers)
+	if err != nil {
+		return nil, fmt.Errorf("candidate %v: mimlca fit: %w", p0, err)
+	}
+	ms := []*metriclearn.Model{m0}
+	for _, c := range g[1:] {
+		cc, err := metriclearn.ParseConfig(cands[c])
+		if err != nil {
+			return nil, fmt.Errorf("candidate %v: %w", cands[c], err)
+		}
+		m, err := m0.WithHausdorff(ctx, cc.Hausdorff, cands[c], workers)
+		if err != nil {
+			return nil, fmt.Errorf("candidate %v: mimlca fit: %w", cands[c], err)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
 }
 
 // fitSelected runs Select on DefaultGrid() and refits the winner on all of
