@@ -253,12 +253,19 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capaci
 		}
 		// Columns: each label replicated capacity times (column t is label
 		// t mod |y_i|); a label never needs more copies than instances.
-		cols := len(b.Labels) * min(capacity, b.N)
+		// The copies of a label are the same distance, computed once and
+		// repeated (with capacity 9 that is 9 times fewer distances).
+		nl := len(b.Labels)
+		cols := nl * min(capacity, b.N)
 		cost = cost[:0]
 		for j := 0; j < b.N; j++ {
 			row := u.RawRowView(b.Start + j)
-			for t := 0; t < cols; t++ {
-				cost = append(cost, sqDist(row, z.RawRowView(b.Labels[t%len(b.Labels)])))
+			first := len(cost)
+			for _, c := range b.Labels {
+				cost = append(cost, sqDist(row, z.RawRowView(c)))
+			}
+			for t := nl; t < cols; t++ {
+				cost = append(cost, cost[first+t-nl])
 			}
 		}
 		rowToCol, total, err := assign.Solve(cost, b.N, cols)

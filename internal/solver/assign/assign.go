@@ -36,12 +36,20 @@ func Solve(cost []float64, rows, cols int) ([]int, float64, error) {
 	// The core works with n "left" nodes and m >= n "right" nodes; transpose
 	// when there are more rows than columns.
 	n, m := rows, cols
-	at := func(i, j int) float64 { return cost[i*cols+j] }
+	a := cost
 	if rows > cols {
+		// The transpose, materialised: the inner loop of hungarian then
+		// reads a row of a contiguous matrix instead of calling an
+		// accessor per cell (same values, so the same assignment).
 		n, m = cols, rows
-		at = func(i, j int) float64 { return cost[j*cols+i] }
+		a = make([]float64, n*m)
+		for i := range n {
+			for j := range m {
+				a[i*m+j] = cost[j*cols+i]
+			}
+		}
 	}
-	leftToRight := hungarian(n, m, at)
+	leftToRight := hungarian(n, m, a)
 	total := 0.0
 	for i, j := range leftToRight {
 		if rows > cols {
@@ -56,14 +64,18 @@ func Solve(cost []float64, rows, cols int) ([]int, float64, error) {
 }
 
 // hungarian assigns each of the n left nodes to a distinct right node
-// (n <= m) at minimum total cost at(i, j). Indices inside are 1-based with 0
+// (n <= m) at minimum total cost a[i*m+j]. Indices inside are 1-based with 0
 // as the virtual source, as in the classic formulation.
-func hungarian(n, m int, at func(i, j int) float64) []int {
-	u := make([]float64, n+1) // left potentials
-	v := make([]float64, m+1) // right potentials
-	p := make([]int, m+1)     // p[j]: left node matched to right node j (0 = free)
-	way := make([]int, m+1)
-	minv := make([]float64, m+1)
+func hungarian(n, m int, a []float64) []int {
+	// One allocation for the float and one for the int arrays: MIMLCA
+	// solves one small problem per bag and k-means iteration.
+	fs := make([]float64, n+1+2*(m+1))
+	u := fs[:n+1]       // left potentials
+	v := fs[n+1:][:m+1] // right potentials
+	minv := fs[n+m+2:][:m+1]
+	is := make([]int, 2*(m+1))
+	p := is[:m+1] // p[j]: left node matched to right node j (0 = free)
+	way := is[m+1:]
 	used := make([]bool, m+1)
 	for i := 1; i <= n; i++ {
 		p[0] = i
@@ -75,13 +87,15 @@ func hungarian(n, m int, at func(i, j int) float64) []int {
 		for {
 			used[j0] = true
 			i0 := p[j0]
+			row := a[(i0-1)*m:][:m]
+			ui := u[i0]
 			delta := math.Inf(1)
 			j1 := -1
 			for j := 1; j <= m; j++ {
 				if used[j] {
 					continue
 				}
-				cur := at(i0-1, j-1) - u[i0] - v[j]
+				cur := row[j-1] - ui - v[j]
 				if cur < minv[j] {
 					minv[j] = cur
 					way[j] = j0
