@@ -511,7 +511,7 @@ func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 // MSCV2-shaped data (BenchmarkCitationKNNIndex).
 func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 	if m.st.Hausdorff == HausdorffMax {
-		return m.citationKNNScan(g)
+		return m.citationKNNBounded(g)
 	}
 	k := len(m.meta.Classes)
 	s := m.idx.pool.Get().(*queryScratch)
@@ -551,6 +551,124 @@ func (m *Model) citationKNN(g [][]float64) ([]int, []float64) {
 		}
 	}
 	return voteLabels(votes, rank, total)
+}
+
+// citationKNNBounded is citationKNNScan with each bag distance computed
+// only as far as the answer needs it: a bag whose distance is above its
+// citation radius, above the Refs-th smallest distance so far and above the
+// distance of the nearest carrier so far of every class can be neither a
+// citer, nor a reference, nor before the nearest carrier of any class, so
+// its distance is abandoned as soon as it passes the largest of those
+// three. The bounds only shrink as the scan goes on (in bag order, so a
+// later bag at the same distance comes after), hence every bag that matters
+// gets its exact distance, and sorting those alone gives the references and
+// the ranks of the full sort: the votes and scores equal citationKNNScan's
+// bit for bit (TestCitationIndexMatchesBruteForce compares them with ==).
+// It is the path under the maximal Hausdorff distance, which no index
+// prunes (see citationKNN); the bounds stop most of each distance instead.
+func (m *Model) citationKNNBounded(g [][]float64) ([]int, []float64) {
+	k := len(m.meta.Classes)
+	type nb struct {
+		d float64
+		i int
+	}
+	var near []nb // the bags whose exact distance is known
+	votes := make([]float64, k)
+	total := 0.0
+	dist := bagDistance(m.st.Hausdorff)
+	refs := make([]float64, 0, m.st.Refs) // the Refs smallest distances so far, ascending
+	carrier := make([]float64, k)         // per class, the distance of its nearest carrier so far
+	has := make([]bool, k)                // per class, whether it has a carrier so far
+	found := 0                            // classes with a carrier so far
+	// The largest of the carrier distances, once every class some
+	// training bag carries has a carrier (until then, no bound).
+	carrierMax := math.Inf(1)
+	if m.carried == 0 {
+		carrierMax = math.Inf(-1)
+	}
+	for i, tb := range m.st.TrainBags {
+		need := math.Inf(-1) // the largest distance at which bag i still matters
+		if m.st.Citers > 0 {
+			need = m.st.CiteRadius[i]
+		}
+		switch {
+		case len(refs) < m.st.Refs:
+			need = math.Inf(1)
+		case m.st.Refs > 0:
+			need = max(need, refs[m.st.Refs-1])
+		}
+		need = max(need, carrierMax)
+		// Above need, not at it: a tie with the citation radius makes a
+		// citer, and the caller needs the exact value to tell.
+		bound := math.Nextafter(need, math.Inf(1))
+		d := dist(g, tb, bound)
+		if bound != math.Inf(1) && d >= bound {
+			continue
+		}
+		near = append(near, nb{d, i})
+		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
+			for _, c := range m.st.TrainLabels[i] {
+				votes[c]++
+			}
+			total++
+		}
+		if m.st.Refs > 0 && (len(refs) < m.st.Refs || d < refs[m.st.Refs-1]) {
+			pos, _ := slices.BinarySearch(refs, d)
+			if len(refs) < m.st.Refs {
+				refs = append(refs, 0)
+			}
+			copy(refs[pos+1:], refs[pos:len(refs)-1])
+			refs[pos] = d
+		}
+		updated := false
+		for _, c := range m.st.TrainLabels[i] {
+			if !has[c] || d < carrier[c] {
+				found += b2i(!has[c])
+				has[c], carrier[c], updated = true, d, true
+			}
+		}
+		if updated && found == m.carried {
+			carrierMax = math.Inf(-1)
+			for c, v := range carrier {
+				if has[c] {
+					carrierMax = max(carrierMax, v)
+				}
+			}
+		}
+	}
+	slices.SortFunc(near, func(a, b nb) int {
+		return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.i, b.i))
+	})
+	for _, n := range near[:min(m.st.Refs, len(near))] {
+		for _, c := range m.st.TrainLabels[n.i] {
+			votes[c]++
+		}
+		total++
+	}
+	rank := make([]int, k)
+	for c := range rank {
+		rank[c] = -1
+	}
+	left := m.carried
+	for r, n := range near {
+		if left == 0 {
+			break
+		}
+		for _, c := range m.st.TrainLabels[n.i] {
+			if rank[c] < 0 {
+				rank[c] = r
+				left--
+			}
+		}
+	}
+	return voteLabels(votes, rank, total)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
