@@ -595,6 +595,7 @@ func (ix *bagIndex) citeRadiiPrefix(ctx context.Context, n, c int, maximal bool,
 // bound stops nothing and the search only adds its cost.
 func (ix *bagIndex) kthMax(q [][]float64, skip, c int, s *queryScratch) float64 {
 	top := s.top[:0] // ascending, at most c
+	first := 0       // q's instance that last made a distance reach the bound
 	for b := range ix.nbags {
 		if b == skip {
 			continue
@@ -603,7 +604,10 @@ func (ix *bagIndex) kthMax(q [][]float64, skip, c int, s *queryScratch) float64 
 		if len(top) == c {
 			bound = top[c-1].d
 		}
-		d := maxHausdorffBelow(q, ix.bags[b], bound)
+		d, w := maxHausdorffFrom(q, ix.bags[b], bound, first)
+		if w >= 0 {
+			first = w
+		}
 		if d >= bound {
 			continue
 		}

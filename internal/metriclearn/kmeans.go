@@ -30,6 +30,7 @@ func KMeans(x *mat.Dense, k, restarts int, rng *rand.Rand) ([]int, float64, erro
 
 func sqDist(a, b []float64) float64 {
 	s := 0.0
+	b = b[:len(a)] // one bounds check, not one per coordinate
 	for i := range a {
 		t := a[i] - b[i]
 		s += t * t

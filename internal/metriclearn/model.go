@@ -467,6 +467,13 @@ func minHausdorffBelow(a, b [][]float64, bound float64) float64 {
 // maxHausdorffBelow is the maximal Hausdorff distance (squared)
 // max(h(a,b), h(b,a)), h(a,b) = max over x in a of min over y in b of
 // ‖x − y‖², when below bound, and some value >= bound otherwise.
+//
+// The inner minimum takes full distances, not distances abandoned at the
+// running minimum: a distance is abandoned only once its partial sum
+// reaches the minimum, and the full sum is no smaller (squares are
+// non-negative and rounding is monotone), so the minimum is the same value
+// either way, and over the few coordinates of a learned projection the
+// branch per coordinate cost more than the coordinates it saved.
 func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 	h := 0.0
 	for _, pair := range [2][2][][]float64{{a, b}, {b, a}} {
@@ -474,7 +481,7 @@ func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 			m := math.Inf(1)
 			for _, y := range pair[1] {
 				// Below h this x cannot raise the maximum: stop early.
-				if m = min(m, sqDistBelow(x, y, m)); m <= h {
+				if m = min(m, sqDist(x, y)); m <= h {
 					break
 				}
 			}
@@ -484,6 +491,52 @@ func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
 		}
 	}
 	return h
+}
+
+// maxHausdorffFrom is maxHausdorffBelow with the instance a[first] of a
+// taken before the others; it also reports which instance of a made the
+// distance reach bound (-1: none did, or it was one of b's). A scan that
+// compares one bag a with many bags keeps the last such witness first: an
+// instance of a far from every instance of one bag is usually far from
+// every instance of the next (an instance of a class the other bag lacks),
+// so the distance passes the bound at once. The order of the instances
+// does not change the value when it is below bound (a maximum of minima of
+// the same distances), so the result equals maxHausdorffBelow's.
+func maxHausdorffFrom(a, b [][]float64, bound float64, first int) (float64, int) {
+	h := 0.0
+	for k := -1; k < len(a); k++ {
+		w := k
+		switch {
+		case k < 0 && (first < 0 || first >= len(a)):
+			continue // no valid first instance: a in order
+		case k < 0:
+			w = first
+		case k == first:
+			continue
+		}
+		x := a[w]
+		m := math.Inf(1)
+		for _, y := range b {
+			if m = min(m, sqDist(x, y)); m <= h {
+				break
+			}
+		}
+		if h = max(h, m); h >= bound {
+			return h, w
+		}
+	}
+	for _, x := range b {
+		m := math.Inf(1)
+		for _, y := range a {
+			if m = min(m, sqDist(x, y)); m <= h {
+				break
+			}
+		}
+		if h = max(h, m); h >= bound {
+			return h, -1
+		}
+	}
+	return h, -1
 }
 
 // citationKNN is the citation-kNN of Wang and Zucker (2000) with the minimal
@@ -575,7 +628,6 @@ func (m *Model) citationKNNBounded(g [][]float64) ([]int, []float64) {
 	var near []nb // the bags whose exact distance is known
 	votes := make([]float64, k)
 	total := 0.0
-	dist := bagDistance(m.st.Hausdorff)
 	refs := make([]float64, 0, m.st.Refs) // the Refs smallest distances so far, ascending
 	carrier := make([]float64, k)         // per class, the distance of its nearest carrier so far
 	has := make([]bool, k)                // per class, whether it has a carrier so far
@@ -586,6 +638,7 @@ func (m *Model) citationKNNBounded(g [][]float64) ([]int, []float64) {
 	if m.carried == 0 {
 		carrierMax = math.Inf(-1)
 	}
+	first := 0 // g's instance that last made a distance reach the bound
 	for i, tb := range m.st.TrainBags {
 		need := math.Inf(-1) // the largest distance at which bag i still matters
 		if m.st.Citers > 0 {
@@ -601,7 +654,10 @@ func (m *Model) citationKNNBounded(g [][]float64) ([]int, []float64) {
 		// Above need, not at it: a tie with the citation radius makes a
 		// citer, and the caller needs the exact value to tell.
 		bound := math.Nextafter(need, math.Inf(1))
-		d := dist(g, tb, bound)
+		d, w := m.bagDist(g, tb, bound, first)
+		if w >= 0 {
+			first = w
+		}
 		if bound != math.Inf(1) && d >= bound {
 			continue
 		}
@@ -662,6 +718,17 @@ func (m *Model) citationKNNBounded(g [][]float64) ([]int, []float64) {
 		}
 	}
 	return voteLabels(votes, rank, total)
+}
+
+// bagDist is the model's bag distance from a to b below bound, as
+// bagDistance computes it; under the maximal distance it takes a[first]
+// first and reports the witness (see maxHausdorffFrom), under the minimal
+// one it reports none.
+func (m *Model) bagDist(a, b [][]float64, bound float64, first int) (float64, int) {
+	if m.st.Hausdorff == HausdorffMax {
+		return maxHausdorffFrom(a, b, bound, first)
+	}
+	return minHausdorffBelow(a, b, bound), -1
 }
 
 func b2i(b bool) int {
