@@ -268,6 +268,13 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capaci
 				cost = append(cost, cost[first+t-nl])
 			}
 		}
+		if capacity >= b.N {
+			if total, ch, ok := nearestLabels(cost, b, cols, h); ok {
+				bagCost[i] = total
+				changed = changed || ch
+				continue
+			}
+		}
 		rowToCol, total, err := assign.Solve(cost, b.N, cols)
 		if err != nil {
 			return changed, fmt.Errorf("mimlca: bag at row %d: %w", b.Start, err)
@@ -285,6 +292,60 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capaci
 		}
 	}
 	return changed, nil
+}
+
+// tieMargin is the relative gap nearestLabels requires between an
+// instance's nearest and second-nearest label. The Hungarian algorithm runs
+// in floating point: its potentials carry rounding errors of a few ulps of
+// the costs per augmentation (relative 1e-15 for the 9 rows of a bag), so
+// between two labels closer than that it may return either. A gap a million
+// times that leaves it only the nearest label.
+const tieMargin = 1e-9
+
+// nearestLabels solves the assignment problem of bag b when no label can run
+// short of copies (capacity >= b.N: each of the b.N instances may take any
+// label): the optimum is then every instance on its nearest label, which
+// the Hungarian algorithm returns too, at O(n·|y|) instead of O(n²·|y|·n).
+// cost is the bag's n × cols matrix (the label copies of assignRange). It
+// updates h like assignRange and returns the bag's cost (summed in row
+// order, as assign.Solve sums it) and whether h changed; ok is false, and
+// h untouched, when some instance is within tieMargin of two labels (or a
+// cost is not finite): the caller then runs the Hungarian algorithm, whose
+// choice between near-equal labels is its own.
+func nearestLabels(cost []float64, b Bag, cols int, h []int) (total float64, changed, ok bool) {
+	nl := len(b.Labels)
+	scale := 0.0
+	for _, v := range cost {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, false, false
+		}
+		scale = max(scale, math.Abs(v))
+	}
+	margin := tieMargin * scale
+	best := make([]int, b.N)
+	for j := range b.N {
+		row := cost[j*cols:][:nl]
+		bj := 0
+		for t := 1; t < nl; t++ {
+			if row[t] < row[bj] {
+				bj = t
+			}
+		}
+		for t := range nl {
+			if t != bj && row[t]-row[bj] <= margin {
+				return 0, false, false
+			}
+		}
+		best[j] = bj
+	}
+	for j, t := range best {
+		total += cost[j*cols+t]
+		if c := b.Labels[t]; h[b.Start+j] != c {
+			h[b.Start+j] = c
+			changed = true
+		}
+	}
+	return total, changed, true
 }
 
 func sqDist(a, b []float64) float64 {
