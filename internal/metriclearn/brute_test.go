@@ -12,7 +12,8 @@ import (
 // as the reference the index is checked against (citeindex_test.go) and
 // timed against (BenchmarkCitationKNNIndex): every training bag's radius
 // from all m² pairs. The brute-force query is citationKNNScan (model.go),
-// still the production path under the maximal Hausdorff distance.
+// which citationKNNBounded, the path under the maximal Hausdorff distance,
+// replaced in production.
 
 // citeRadiiBrute computes, for every training bag, the distance to its c-th
 // nearest other training bag. It is O(m²) bag distances: the price of

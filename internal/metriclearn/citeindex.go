@@ -585,8 +585,9 @@ func (ix *bagIndex) citeRadiiPrefix(ctx context.Context, n, c int, maximal bool,
 // kthMax is the c-th smallest maximal Hausdorff distance from q to the
 // bags other than skip (-1 without any; the largest when fewer than c), by a
 // scan of every bag in bag order, each distance computed with the running
-// c-th smallest as early-abandon bound: the brute force, O(m) bag distances
-// per bag and O(m²) per fit. The minimal Hausdorff distance bounds the
+// c-th smallest as early-abandon bound and q's last witness instance first
+// (maxHausdorffFrom): the brute force with cheaper abandons, O(m) bag
+// distances per bag and O(m²) per fit. The minimal Hausdorff distance bounds the
 // maximal one from below, and a search that took bags in that order and
 // stopped when the bound reached the c-th value was exact but measured 1.4x
 // slower than this scan on MSCV2-shaped data: there a bag's c-th neighbour

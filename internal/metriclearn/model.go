@@ -746,8 +746,8 @@ func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
 }
 
 // citationKNNScan is citationKNN by a scan of every training bag, as it was
-// before the index: the reference the index is checked against, and the
-// path under the maximal Hausdorff distance (see citationKNN). It is the
+// before the index: the reference the index and, under the maximal
+// Hausdorff distance, citationKNNBounded are checked against. It is the
 // citation-kNN of Wang and Zucker (2000), extended to label sets as in
 // Zhou's MIML experiments: the voters are the Refs nearest training bags (references) and the
 // training bags that would count the new bag among their Citers nearest
