@@ -88,7 +88,10 @@ const (
 // L2 makes the converged M-step well posed; 2e-3 was the best compromise of
 // {1e-4 … 1e-2} over MSCV2 and Letter Frost, instance and bag measures (see
 // docs/orlr.md). kernel_s = 0.5 was the best of {0.2, 0.5, 1, 2} on two
-// MSCV2 folds (the paper sweeps s per data set).
+// MSCV2 folds (the paper sweeps s per data set). Sparse data (text) with
+// the linear kernel get unit norm and, unless l2 is given, an l2 chosen by
+// inner cross-validation (select=cv, see fit and selectL2): these defaults
+// are for dense data.
 func DefaultConfig() Config {
 	return Config{L2: 2e-3, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 0.5,
 		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 10, MStep: MStepLBFGS,

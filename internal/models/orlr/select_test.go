@@ -16,12 +16,12 @@ import (
 
 // sparseText is a binary text-like MIL set shaped like TREC9 at a smaller
 // scale: bags of 6–10 documents over a vocabulary of 4,000 words, each
-// document 12–20 distinct words drawn from a Zipf-like background; a
-// positive bag (label {0}) holds one or two documents that also carry 3 of
-// 20 topic words, a negative bag has the empty label set (unknown=true).
-// Each topic word is rare, so after unit-norm scaling its evidence is a
-// few values of ~0.2 spread over many features: the regime where the dense
-// default l2 = 2e-3 flattens the weights to one class.
+// document 12–20 word draws from a Zipf-like background; a positive bag
+// (label {0}) holds one or two documents that also carry 3 draws from 20
+// topic words, a negative bag has the empty label set (unknown=true). A
+// topic word is in few documents, so after unit-norm scaling its evidence
+// is a few values of ~0.2 spread over many features: the regime where the
+// dense default l2 = 2e-3 flattens the weights to one class.
 func sparseText(seed uint64, bags int) *mil.Dataset {
 	r := rand.New(rand.NewPCG(seed, 0x74657874))
 	const dim, topic = 4000, 20
