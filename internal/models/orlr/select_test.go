@@ -87,7 +87,6 @@ func TestSparseDefaultIsNotChance(t *testing.T) {
 		min, max float64 // held-out bag accuracy bounds
 	}{
 		{"default", models.Params{"unknown": "true"}, 0.85, 1},
-		{"select=cv", models.Params{"unknown": "true", "select": "cv"}, 0.85, 1},
 		{"old default l2=2e-3", models.Params{"unknown": "true", "l2": "2e-3"}, 0, 0.6},
 		{"select=none", models.Params{"unknown": "true", "select": "none"}, 0, 0.6},
 	} {
