@@ -275,3 +275,49 @@ func TestSparseEmptyLabelsStillNeedUnknown(t *testing.T) {
 		t.Fatalf("err = %v, want the empty-label-set error naming unknown=true", err)
 	}
 }
+
+// TestInductiveLabelsMatchAnnotate holds the inner CV's sparse scoring to
+// Annotate's inductive bag labels (which densify each bag), for the
+// sparsity-keeping transforms, with and without the unknown class, and
+// for a multi-label set. It catches an unscaled instance, the unknown
+// class left in the bag labels, and logits of the wrong class.
+func TestInductiveLabelsMatchAnnotate(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		train  *mil.Dataset
+		test   *mil.Dataset
+		params models.Params
+	}{
+		{"text unit", sparseText(7, 60), sparseText(8, 60), models.Params{"unknown": "true", "l2": "1e-5"}},
+		{"text maxabs", sparseText(7, 60), sparseText(8, 60), models.Params{"unknown": "true", "l2": "0", "scale": "maxabs"}},
+		{"multi-label none", sparseMIML(1), sparseMIML(2), models.Params{"scale": "none", "select": "none"}},
+		{"multi-label unit, unknown", sparseMIML(1), sparseMIML(3), models.Params{"unknown": "true", "l2": "1e-4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Fit(ctx, tc.train, models.FitOptions{Seed: 1, Params: tc.params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			present := 0
+			for i := range tc.test.Bags {
+				b := &tc.test.Bags[i]
+				got, err := m.inductiveLabels(ctx, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ann, err := m.Annotate(ctx, &mil.Bag{ID: b.ID, Sparse: b.Sparse}, models.Inductive)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, ann.BagLabels) {
+					t.Fatalf("bag %d: sparse scoring %v, Annotate %v", i, got, ann.BagLabels)
+				}
+				present += len(got)
+			}
+			if present == 0 {
+				t.Fatal("no bag label predicted: the comparison saw nothing")
+			}
+		})
+	}
+}
