@@ -51,9 +51,10 @@ type Problem struct {
 	// A sparse problem's chunk j keeps its gradient over the features its
 	// rows touch, feats[j] (ascending), not over all Dim: partGrad[j] is
 	// Classes × (len(feats[j])+1), the bias last, so the M-step's memory
-	// is proportional to the non-zeros (a text set's Dim is ~66,000, its
-	// chunks touch ~1,000 features each). local[i][q] is the position of
-	// SX[i].Idx[q] in its chunk's feats. Built on the first evaluation.
+	// is proportional to the non-zeros (a text set's Dim is ~66,000, the
+	// chunks of TREC9 touch ~700 features each). local[i][q] is the
+	// position of SX[i].Idx[q] in its chunk's feats. Built on the first
+	// evaluation.
 	feats [][]int32
 	local [][]int32
 	// logits holds X·Wᵀ (N × Classes) of the last evaluation, at logitsW
