@@ -58,6 +58,11 @@ type Config struct {
 	// vocabulary (UnknownClass), allowed in every bag beside its labels, so
 	// that a bag label names the known classes present and may be empty.
 	Unknown bool `json:"unknown,omitempty"`
+	// select: cv chooses l2 by inner cross-validation on the training bags
+	// (selectL2), none fits the given l2. Empty when not given: fit then
+	// searches on sparse data with the linear kernel unless l2 is given
+	// (and records cv), and leaves dense data's setting as it always was.
+	Select string `json:"select,omitempty"`
 }
 
 // M-step optimizers.
@@ -83,7 +88,10 @@ const (
 // L2 makes the converged M-step well posed; 2e-3 was the best compromise of
 // {1e-4 … 1e-2} over MSCV2 and Letter Frost, instance and bag measures (see
 // docs/orlr.md). kernel_s = 0.5 was the best of {0.2, 0.5, 1, 2} on two
-// MSCV2 folds (the paper sweeps s per data set).
+// MSCV2 folds (the paper sweeps s per data set). Sparse data (text) with
+// the linear kernel get unit norm and, unless l2 is given, an l2 chosen by
+// inner cross-validation (select=cv, see fit and selectL2): these defaults
+// are for dense data.
 func DefaultConfig() Config {
 	return Config{L2: 2e-3, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 0.5,
 		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: defaultMaxLabels, MSteps: 10, MStep: MStepLBFGS,
@@ -96,7 +104,7 @@ func ParamSpecs() []models.ParamSpec {
 	d := DefaultConfig()
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	return []models.ParamSpec{
-		{Name: "l2", Type: models.ParamFloat, Default: f(d.L2), Doc: "L2 weight on the mean log-likelihood (bias not penalised), >= 0 (default 1e-4 with kernel=rbf; the paper's 0)"},
+		{Name: "l2", Type: models.ParamFloat, Default: f(d.L2), Doc: "L2 weight on the mean log-likelihood (bias not penalised), >= 0 (default 1e-4 with kernel=rbf; on sparse data chosen by select=cv; the paper's 0)"},
 		{Name: "iters", Type: models.ParamInt, Default: strconv.Itoa(d.Iters), Doc: "EM iterations (the paper's 50)"},
 		{Name: "tol", Type: models.ParamFloat, Default: f(d.Tol), Doc: "stop when the relative log-likelihood gain is below it (0: run every iteration)"},
 		{Name: "estep", Type: models.ParamEnum, Values: []string{string(FAS), string(Forward)}, Default: string(d.EStep),
@@ -115,6 +123,8 @@ func ParamSpecs() []models.ParamSpec {
 		{Name: "scale", Type: models.ParamEnum, Values: []string{"zscore", "none", "unit", "zunit", "minmax"}, Default: d.Scale,
 			Doc: "feature transform fitted on the training instances, stored in the model (none: raw features, the paper's)"},
 		{Name: "unknown", Type: models.ParamBool, Default: "false", Doc: "add a class \"unknown\" allowed in every bag, so instances of no known class and empty label sets are valid"},
+		{Name: "select", Type: models.ParamEnum, Values: []string{SelectCV, SelectNone},
+			Doc: "cv: choose l2 among 1e-3, 1e-4, 1e-5, 0 by inner 3-fold CV on the training bags unless l2 is given (default for sparse data with kernel=linear); none: the given or default l2 (default for dense data)"},
 	}
 }
 
@@ -158,6 +168,7 @@ func ParseConfig(p models.Params) (Config, error) {
 	if c.Unknown, err = p.Bool("unknown", c.Unknown); err != nil {
 		return c, err
 	}
+	c.Select = p.String("select", c.Select)
 	// The gradient-ascent M-step defaults to the paper's fixed 30 steps.
 	c.MStep = p.String("mstep", c.MStep)
 	if c.MStep == MStepGD {
@@ -202,6 +213,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orlr: msteps=%d must be >= 1", c.MSteps)
 	case c.MStep != MStepGD && c.MStep != MStepLBFGS:
 		return fmt.Errorf("orlr: mstep=%q (want gd or lbfgs)", c.MStep)
+	case c.Select != "" && c.Select != SelectCV && c.Select != SelectNone:
+		return fmt.Errorf("orlr: select=%q (want cv or none)", c.Select)
 	}
 	// "" is not a valid setting (ParseScaling would read it as zscore);
 	// Decode maps the empty value of old states to none before validating.
@@ -214,12 +227,18 @@ func (c Config) Validate() error {
 // Params renders the configuration for models.Meta (provenance).
 func (c Config) Params() models.Params {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return models.Params{
+	p := models.Params{
 		"l2": f(c.L2), "iters": strconv.Itoa(c.Iters), "tol": f(c.Tol), "estep": string(c.EStep),
 		"kernel": c.Kernel, "kernel_s": f(c.KernelS), "dict_frac": f(c.DictFrac), "subset": f(c.Subset),
 		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps), "mstep": c.MStep,
 		"scale": c.Scale, "mtol": f(c.MTol), "unknown": strconv.FormatBool(c.Unknown),
 	}
+	// Only when set: a model fitted without it (every dense default fit)
+	// records the parameters it always did.
+	if c.Select != "" {
+		p["select"] = c.Select
+	}
+	return p
 }
 
 // EmptyLabelSets reports whether a model fitted with params accepts

@@ -76,6 +76,11 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	if len(bags) == 0 {
 		return nil, nil, fmt.Errorf("orlr: %w: no labeled training bags", models.ErrBadInput)
 	}
+	if searchL2(&cfg, opt.Params, sparse) {
+		if cfg.L2, _, err = selectL2(ctx, train, opt, cfg); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	// Instances in bag order: the design matrix rows.
 	var xs [][]float64

@@ -2,6 +2,7 @@ package softmax
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
@@ -12,7 +13,9 @@ import (
 // logits X·Wᵀ and the gradient (T − P)ᵀX over the non-zeros. The chunks,
 // their order and the reduction are the dense path's, so the result agrees
 // with it up to the rounding of the products' summation order
-// (TestSparseProblemMatchesDense).
+// (TestSparseProblemMatchesDense). Each chunk's partial gradient covers
+// only the features its rows touch (sparseLayout), so the memory of an
+// evaluation is proportional to the non-zeros, not chunks × Dim.
 
 // NewSparseProblem is NewProblem with sparse instances (indices < dim;
 // the bias column is implicit). targets may be nil.
@@ -53,7 +56,6 @@ func (p *Problem) chunkSparse(j int, w []float64, g []float64, scratch []float64
 	hi := min(p.N, lo+chunkRows)
 	rows := hi - lo
 	d := p.Dim
-	d1 := d + 1
 	c := p.Classes
 	logits := p.logits[lo*c : hi*c]
 	if !cached {
@@ -71,18 +73,68 @@ func (p *Problem) chunkSparse(j int, w []float64, g []float64, scratch []float64
 		val = addRowObjective(val, lr, t[r*c:(r+1)*c], zr, g != nil)
 	}
 	if g != nil {
+		// g is over the chunk's own features (sparseLayout); the sums
+		// run in the order of a full-width buffer's, row by row.
+		nf := len(p.feats[j])
 		clear(g)
 		for r := range rows {
 			x := p.SX[lo+r]
+			loc := p.local[lo+r]
 			for k := range c {
 				zk := z[r*c+k]
-				gk := g[k*d1 : (k+1)*d1]
-				for q, jj := range x.Idx {
-					gk[jj] += zk * x.Val[q]
+				gk := g[k*(nf+1) : (k+1)*(nf+1)]
+				for q, l := range loc {
+					gk[l] += zk * x.Val[q]
 				}
-				gk[d] += zk
+				gk[nf] += zk
 			}
 		}
 	}
 	return val
+}
+
+// sparseLayout lists the features each chunk's rows touch (p.feats) and
+// the position of every non-zero in its chunk's list (p.local). Its memory
+// is proportional to the non-zeros.
+func (p *Problem) sparseLayout(nChunks int) {
+	p.feats = make([][]int32, nChunks)
+	p.local = make([][]int32, p.N)
+	for j := range nChunks {
+		lo, hi := j*chunkRows, min(p.N, (j+1)*chunkRows)
+		var f []int32
+		for _, x := range p.SX[lo:hi] {
+			f = append(f, x.Idx...)
+		}
+		slices.Sort(f)
+		f = slices.Clip(slices.Compact(f))
+		p.feats[j] = f
+		for i := lo; i < hi; i++ {
+			loc := make([]int32, len(p.SX[i].Idx))
+			for q, jj := range p.SX[i].Idx {
+				l, _ := slices.BinarySearch(f, jj)
+				loc[q] = int32(l)
+			}
+			p.local[i] = loc
+		}
+	}
+}
+
+// reduceSparse sums the chunks' gradients into the full-width grad, chunk
+// by chunk in order: every entry gets the same additions in the same order
+// as the dense path's reduction, less the additions of zeros.
+func (p *Problem) reduceSparse(grad []float64) {
+	clear(grad)
+	c, d1 := p.Classes, p.Dim+1
+	for j, f := range p.feats {
+		nf := len(f)
+		g := p.partGrad[j]
+		for k := range c {
+			row := grad[k*d1 : (k+1)*d1]
+			gk := g[k*(nf+1) : (k+1)*(nf+1)]
+			for l, jj := range f {
+				row[jj] += gk[l]
+			}
+			row[d1-1] += gk[nf]
+		}
+	}
 }
