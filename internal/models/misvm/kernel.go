@@ -62,6 +62,13 @@ func newKernelData(cfg Config, rows [][]float64) (*kernelData, error) {
 	if err := checkGramLimit(cfg, len(rows)); err != nil {
 		return nil, err
 	}
+	m := pairBase(cfg, rows)
+	return newKernelDataFrom(cfg, rows, m, m)
+}
+
+// newKernelDataFrom is newKernelData from the rows' pairBase matrix, whose
+// kernel values it writes to dst (which may be base itself).
+func newKernelDataFrom(cfg Config, rows [][]float64, base, dst []float64) (*kernelData, error) {
 	gamma := cfg.Gamma
 	if gamma == 0 {
 		gamma = GammaScale(rows)
@@ -71,15 +78,51 @@ func newKernelData(cfg Config, rows [][]float64) (*kernelData, error) {
 	if cfg.Kernel == KernelPoly {
 		k.scorer.Kernel, k.scorer.Degree, k.scorer.Coef0 = ovr.KernelPoly, cfg.Degree, cfg.Coef0
 	}
+	for i, v := range base {
+		dst[i] = k.kernel(v)
+	}
+	return k, k.setGram(len(rows), dst)
+}
+
+// pairBase returns, row-major over every pair of rows, the part of the
+// kernel that does not depend on gamma: ‖a − b‖² for rbf, ⟨a, b⟩ for
+// poly. The inner cross-validation of select=cv computes it once per fold
+// and maps it to the kernel matrix of each gamma (newKernelDataFrom),
+// where every candidate used to compute its own kernel matrix; the entries
+// are the same floats either way.
+func pairBase(cfg Config, rows [][]float64) []float64 {
 	n := len(rows)
 	m := make([]float64, n*n)
 	for i := range n {
 		for j := i; j < n; j++ {
-			v := k.eval(rows[i], rows[j])
+			v := base(cfg, rows[i], rows[j])
 			m[i*n+j], m[j*n+i] = v, v
 		}
 	}
-	return k, k.setGram(n, m)
+	return m
+}
+
+// base is the gamma-free part of the kernel between a and b (pairBase).
+func base(cfg Config, a, b []float64) float64 {
+	if cfg.Kernel == KernelPoly {
+		return dot(a, b)
+	}
+	d := 0.0
+	for j, v := range a {
+		e := v - b[j]
+		d += e * e
+	}
+	return d
+}
+
+// kernel is the kernel value for the base value v (see base): the formula
+// ovr.Scorer applies at annotation time (TestKernelScoresMatchServedModel
+// holds them together).
+func (k *kernelData) kernel(v float64) float64 {
+	if k.cfg.Kernel == KernelPoly {
+		return math.Pow(k.gamma*v+k.cfg.Coef0, float64(k.cfg.Degree))
+	}
+	return math.Exp(-k.gamma * v)
 }
 
 func checkGramLimit(cfg Config, n int) error {
@@ -94,20 +137,6 @@ func (k *kernelData) setGram(n int, m []float64) error {
 	var err error
 	k.gram, err = svm.NewGram(n, m)
 	return err
-}
-
-// eval is the kernel ovr.Scorer applies at annotation time (the same
-// formula; TestKernelScoresMatchServedModel holds them together).
-func (k *kernelData) eval(a, b []float64) float64 {
-	if k.cfg.Kernel == KernelPoly {
-		return math.Pow(k.gamma*dot(a, b)+k.cfg.Coef0, float64(k.cfg.Degree))
-	}
-	d := 0.0
-	for j, v := range a {
-		e := v - b[j]
-		d += e * e
-	}
-	return math.Exp(-k.gamma * d)
 }
 
 // kernelLearner trains each round's SVM in the dual by SMO (package svm) on
