@@ -93,8 +93,16 @@ func newKernelDataFrom(cfg Config, rows [][]float64, base, dst []float64) (*kern
 func pairBase(cfg Config, rows [][]float64) []float64 {
 	n := len(rows)
 	m := make([]float64, n*n)
+	var v [4]float64
 	for i := range n {
-		for j := i; j < n; j++ {
+		j := i
+		for ; j+4 <= n; j += 4 {
+			base4(cfg, rows[i], rows[j:j+4], &v)
+			for u := range 4 {
+				m[i*n+j+u], m[(j+u)*n+i] = v[u], v[u]
+			}
+		}
+		for ; j < n; j++ {
 			v := base(cfg, rows[i], rows[j])
 			m[i*n+j], m[j*n+i] = v, v
 		}
@@ -102,7 +110,22 @@ func pairBase(cfg Config, rows [][]float64) []float64 {
 	return m
 }
 
+// baseRow writes the base of a against each of rows into dst.
+func baseRow(cfg Config, a []float64, rows [][]float64, dst []float64) {
+	var v [4]float64
+	j := 0
+	for ; j+4 <= len(rows); j += 4 {
+		base4(cfg, a, rows[j:j+4], &v)
+		copy(dst[j:j+4], v[:])
+	}
+	for ; j < len(rows); j++ {
+		dst[j] = base(cfg, a, rows[j])
+	}
+}
+
 // base is the gamma-free part of the kernel between a and b (pairBase).
+// ‖a − b‖² and ‖b − a‖² are the same float: a − b rounds to the negation
+// of b − a.
 func base(cfg Config, a, b []float64) float64 {
 	if cfg.Kernel == KernelPoly {
 		return dot(a, b)
@@ -113,6 +136,33 @@ func base(cfg Config, a, b []float64) float64 {
 		d += e * e
 	}
 	return d
+}
+
+// base4 is base of a against each of b[0..3], the four sums interleaved:
+// each is still accumulated feature by feature in order, so each equals
+// base's float, but the four independent additions per feature hide the
+// latency of one sum's chain (the kernel matrix costs about a third as
+// much on Musk1's 166 features).
+func base4(cfg Config, a []float64, b [][]float64, out *[4]float64) {
+	b0, b1, b2, b3 := b[0][:len(a)], b[1][:len(a)], b[2][:len(a)], b[3][:len(a)]
+	var d0, d1, d2, d3 float64
+	if cfg.Kernel == KernelPoly {
+		for j, v := range a {
+			d0 += v * b0[j]
+			d1 += v * b1[j]
+			d2 += v * b2[j]
+			d3 += v * b3[j]
+		}
+	} else {
+		for j, v := range a {
+			e0, e1, e2, e3 := v-b0[j], v-b1[j], v-b2[j], v-b3[j]
+			d0 += e0 * e0
+			d1 += e1 * e1
+			d2 += e2 * e2
+			d3 += e3 * e3
+		}
+	}
+	*out = [4]float64{d0, d1, d2, d3}
 }
 
 // kernel is the kernel value for the base value v (see base): the formula
