@@ -197,6 +197,10 @@ func (k *kernelData) setGram(n int, m []float64) error {
 // the same C means the same trade-off for every kernel.
 type kernelLearner struct {
 	k *kernelData
+	// noObjective skips the primal objective (train returns 0), which
+	// only ranks restarts: with one restart it is never read, and it
+	// cost mi-SVM a score of every training example per round.
+	noObjective bool
 	// The last round's SVM: f(x) = Σ_a coef_a K(x_rows[a], x) + b.
 	rows []int
 	coef []float64
@@ -241,11 +245,17 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 		}
 	}
 	score := func(row int) float64 {
+		// K is symmetric (both kernel matrices store each pair's value
+		// twice), so row's own row holds K(x_r, x_row) contiguously.
+		k := l.k.gram.Row(row)
 		f := l.b
 		for u, r := range l.rows {
-			f += l.coef[u] * l.k.gram.At(r, row)
+			f += l.coef[u] * k[r]
 		}
 		return f
+	}
+	if l.noObjective {
+		return score, 0, nil
 	}
 	// Primal objective ½‖w‖² + Σ_a bound_a·hinge_a at w = Σ coef_u φ(x_u).
 	var quad, loss float64

@@ -183,8 +183,24 @@ func NewGram(n int, k []float64) (*Gram, error) {
 }
 
 // Sub returns the Gram matrix restricted to the examples idx, in that order.
+// For idx = 0, 1, …, n−1 it returns g itself instead of a copy (a Gram is
+// never modified): mi-SVM trains every relabeling round on all training
+// instances in order, and copying the n² entries per round cost it a fifth
+// of its time.
 func (g *Gram) Sub(idx []int) *Gram {
 	m := len(idx)
+	if m == g.n {
+		identity := true
+		for a, i := range idx {
+			if a != i {
+				identity = false
+				break
+			}
+		}
+		if identity {
+			return g
+		}
+	}
 	s := &Gram{n: m, k: make([]float64, m*m)}
 	for a, i := range idx {
 		row := g.k[i*g.n:]
@@ -200,6 +216,9 @@ func (g *Gram) Len() int { return g.n }
 
 // At returns K_ij.
 func (g *Gram) At(i, j int) float64 { return g.k[i*g.n+j] }
+
+// Row returns row i (shared, do not modify): K_ij for every j.
+func (g *Gram) Row(i int) []float64 { return g.row(i) }
 
 func (g *Gram) row(i int) []float64 { return g.k[i*g.n : (i+1)*g.n] }
 
