@@ -78,10 +78,16 @@ func newKernelDataFrom(cfg Config, rows [][]float64, base, dst []float64) (*kern
 	if cfg.Kernel == KernelPoly {
 		k.scorer.Kernel, k.scorer.Degree, k.scorer.Coef0 = ovr.KernelPoly, cfg.Degree, cfg.Coef0
 	}
-	for i, v := range base {
-		dst[i] = k.kernel(v)
+	// base is symmetric: map the upper triangle and mirror it (half the
+	// exponentials).
+	n := len(rows)
+	for i := range n {
+		for j := i; j < n; j++ {
+			v := k.kernel(base[i*n+j])
+			dst[i*n+j], dst[j*n+i] = v, v
+		}
 	}
-	return k, k.setGram(len(rows), dst)
+	return k, k.setGram(n, dst)
 }
 
 // pairBase returns, row-major over every pair of rows, the part of the
@@ -201,6 +207,11 @@ type kernelLearner struct {
 	// only ranks restarts: with one restart it is never read, and it
 	// cost mi-SVM a score of every training example per round.
 	noObjective bool
+	// warm starts each round's SMO from the previous round's alphas
+	// (same example slot, same label; see warmStart) instead of 0.
+	warm      bool
+	prevAlpha []float64
+	prevPos   []bool
 	// The last round's SVM: f(x) = Σ_a coef_a K(x_rows[a], x) + b.
 	rows []int
 	coef []float64
@@ -229,9 +240,16 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 			bound[a] = l.k.cfg.C / float64(2*nn)
 		}
 	}
-	sol, err := svm.SolveBounded(ctx, l.k.gram.Sub(idx), y, bound, svm.Params{Tol: l.k.cfg.Tol})
+	var alpha0 []float64
+	if l.warm {
+		alpha0 = l.warmStart(y, bound)
+	}
+	sol, err := svm.SolveBoundedFrom(ctx, l.k.gram.Sub(idx), y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol})
 	if err != nil {
 		return nil, 0, fmt.Errorf("misvm: %w", err)
+	}
+	if l.warm {
+		l.prevAlpha, l.prevPos = sol.Alpha, y
 	}
 	l.rows, l.coef, l.b = l.rows[:0], l.coef[:0], sol.Bias
 	for a, al := range sol.Alpha {
@@ -295,4 +313,39 @@ func (l *kernelLearner) scorer() ovr.Scorer {
 	}
 	sc.B = l.b
 	return sc
+}
+
+// warmStart returns a feasible starting point for this round's SMO from
+// the previous round's solution, or nil (start from 0) in the first
+// round. The rounds of one fit list their examples in the same slots
+// (negative instances, then per positive bag its witness for MI-SVM or
+// its instances for mi-SVM), so slot a keeps its alpha when its label did
+// not change, clipped to the new box (mi-SVM's boxes move with N⁺); the
+// other slots start at 0, and the surplus of Σ y·alpha is taken off the
+// side that has it, in slot order.
+func (l *kernelLearner) warmStart(y []bool, bound []float64) []float64 {
+	if len(l.prevAlpha) != len(y) {
+		return nil
+	}
+	alpha := make([]float64, len(y))
+	var sum float64
+	for a := range y {
+		if y[a] == l.prevPos[a] {
+			alpha[a] = min(l.prevAlpha[a], bound[a])
+		}
+		sum += sign(y[a]) * alpha[a]
+	}
+	for a := range y {
+		switch {
+		case sum > 0 && y[a]:
+			d := min(alpha[a], sum)
+			alpha[a] -= d
+			sum -= d
+		case sum < 0 && !y[a]:
+			d := min(alpha[a], -sum)
+			alpha[a] -= d
+			sum += d
+		}
+	}
+	return alpha
 }

@@ -364,6 +364,12 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 // the rows with the bias feature appended (linear) and the SGD step offset
 // from their mean squared norm.
 func newSolver(cfg Config, data *ovr.Data, dim int, instance bool) *solver {
+	return solverRows(cfg, data, dim).withConfig(cfg, instance)
+}
+
+// solverRows is the part of newSolver that depends on the data and on
+// param bias only, which the inner cross-validation builds once per fold.
+func solverRows(cfg Config, data *ovr.Data, dim int) *solver {
 	x := data.Rows
 	if cfg.Bias {
 		x = make([][]float64, len(data.Rows))
@@ -384,7 +390,16 @@ func newSolver(cfg Config, data *ovr.Data, dim int, instance bool) *solver {
 	if cfg.Bias {
 		width++
 	}
-	return &solver{cfg: cfg, x: x, xs: xs, width: width, tau0: math.Max(1, cfg.C*r2), instance: instance}
+	return &solver{x: x, xs: xs, width: width, r2: r2}
+}
+
+// withConfig returns a copy of the rows s with configuration cfg (whose
+// bias must be the one s was built with).
+func (s *solver) withConfig(cfg Config, instance bool) *solver {
+	c := *s
+	c.cfg, c.instance = cfg, instance
+	c.tau0 = math.Max(1, cfg.C*s.r2)
+	return &c
 }
 
 // classFit is one class's trained SVM before it becomes a served scorer:
@@ -424,7 +439,7 @@ func fitClasses(ctx context.Context, data *ovr.Data, k int, s *solver, ker *kern
 			rng := rand.New(rand.NewPCG(ovr.Seed(opt.Seed, c), uint64(r)))
 			switch {
 			case ker != nil:
-				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1}
+				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
 			case s.xs != nil:
 				ls[r] = &sparseLinearLearner{s: s, rng: rng}
 			default:
@@ -458,8 +473,13 @@ type solver struct {
 	// rows' dimension (bias included).
 	xs       []mil.SparseVec
 	width    int
+	r2       float64 // mean squared norm of the rows
 	tau0     float64
 	instance bool
+	// warm starts the kernel SVM of each relabeling round from the
+	// previous round's alphas; only the inner cross-validation of
+	// select=cv sets it (see innerFold.fit).
+	warm bool
 }
 
 func dot(a, b []float64) float64 {

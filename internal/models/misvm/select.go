@@ -253,11 +253,13 @@ func cvScoresShared(ctx context.Context, train *mil.Dataset, labeled []int, fs [
 type innerFold struct {
 	opt      models.FitOptions
 	instance bool
+	warm     bool
 	kernel   string
 	classes  int
 	dim      int
 	testIdx  []int
 	data     *ovr.Data
+	rows     *solver // the rows of every candidate's solver
 	pb       []float64
 	// te[u][r] is the base of held-out instance u (scaled by the fold's
 	// scaler) and training row r, the float ovr.Scorer computes for them
@@ -283,6 +285,7 @@ func newInnerFold(train *mil.Dataset, labeled, f []int, opt models.FitOptions, i
 		return nil, fmt.Errorf("misvm select: %w", err)
 	}
 	fd.pb = pairBase(cfg, fd.data.Rows)
+	fd.rows = solverRows(cfg, fd.data, train.Dim)
 	z := make([]float64, train.Dim)
 	for _, b := range testIdx {
 		fd.teBag = append(fd.teBag, len(fd.te))
@@ -339,7 +342,9 @@ func (fd *innerFold) fit(ctx context.Context, c candidate, ker *kernelData) ([]c
 	// learner's configuration.
 	kc := *ker
 	kc.cfg = cfg
-	fits, err := fitClasses(ctx, fd.data, fd.classes, newSolver(cfg, fd.data, fd.dim, fd.instance), &kc, models.FitOptions{Seed: fd.opt.Seed, Workers: 1})
+	s := fd.rows.withConfig(cfg, fd.instance)
+	s.warm = fd.warm
+	fits, err := fitClasses(ctx, fd.data, fd.classes, s, &kc, models.FitOptions{Seed: fd.opt.Seed, Workers: 1})
 	if err != nil {
 		return nil, fmt.Errorf("misvm select C=%g gamma=%g: %w", c.C, c.Gamma, err)
 	}
