@@ -329,11 +329,19 @@ func (l *kernelLearner) warmStart(y []bool, bound []float64) []float64 {
 	}
 	alpha := make([]float64, len(y))
 	var sum float64
+	changed := false
 	for a := range y {
 		if y[a] == l.prevPos[a] {
 			alpha[a] = min(l.prevAlpha[a], bound[a])
 		}
+		changed = changed || alpha[a] != l.prevAlpha[a]
 		sum += sign(y[a]) * alpha[a]
+	}
+	if !changed {
+		// The previous solution as it is: its Σ y·alpha is 0 up to the
+		// rounding SMO's pair steps leave, which the fix-up below would
+		// only spread onto the first slots.
+		return alpha
 	}
 	for a := range y {
 		switch {

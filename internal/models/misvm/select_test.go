@@ -95,7 +95,7 @@ func TestSharedCVMatchesFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := cvScoresShared(ctx, tc.ds, data.BagIndex, fs, opt, tc.instance, cfg.Kernel, cands)
+			got, err := cvScoresShared(ctx, tc.ds, data.BagIndex, fs, opt, tc.instance, cfg.Kernel, cands, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,6 +138,97 @@ func TestSharedCVMatchesFit(t *testing.T) {
 						}
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestWarmStartFeasible: the starting point of a warm-started round is in
+// the new boxes and on Σ y·alpha = 0 (SolveBoundedFrom refuses anything
+// else) whatever changed since the previous round, and is the previous
+// solution itself when nothing did (MI-SVM's boxes do not move). It
+// catches a flipped label that keeps its alpha, a box not re-clipped, and
+// a surplus taken off the wrong side.
+func TestWarmStartFeasible(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 1))
+	tests := []struct {
+		name       string
+		n          int
+		flip       float64 // fraction of labels flipped since the last round
+		boxScale   float64 // new boxes / old boxes
+		wantSame   bool
+		wantStart  bool
+		prevLength int // 0: n
+	}{
+		{"nothing changed", 40, 0, 1, true, true, 0},
+		{"labels flipped", 40, 0.2, 1, false, true, 0},
+		{"boxes shrank", 40, 0, 0.3, false, true, 0},
+		{"labels flipped and boxes shrank", 60, 0.3, 0.5, false, true, 0},
+		{"first round", 40, 0, 1, false, false, -1},
+		{"other examples", 40, 0, 1, false, false, 30},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prevPos := make([]bool, tc.n)
+			bound := make([]float64, tc.n)
+			for a := range prevPos {
+				prevPos[a] = a%3 == 0
+			}
+			// A feasible previous solution: random alphas in the old
+			// boxes, the positive side scaled to balance the negative.
+			prev := make([]float64, tc.n)
+			var sp, sn float64
+			for a := range prev {
+				prev[a] = r.Float64()
+				if prevPos[a] {
+					sp += prev[a]
+				} else {
+					sn += prev[a]
+				}
+			}
+			for a := range prev {
+				if prevPos[a] {
+					prev[a] *= sn / sp
+				}
+			}
+			y := make([]bool, tc.n)
+			for a := range y {
+				y[a] = prevPos[a] != (r.Float64() < tc.flip)
+				bound[a] = tc.boxScale * 5
+			}
+			l := &kernelLearner{prevAlpha: prev, prevPos: prevPos}
+			switch {
+			case tc.prevLength < 0:
+				l.prevAlpha, l.prevPos = nil, nil
+			case tc.prevLength > 0:
+				l.prevAlpha, l.prevPos = prev[:tc.prevLength], prevPos[:tc.prevLength]
+			}
+			got := l.warmStart(y, bound)
+			if (got != nil) != tc.wantStart {
+				t.Fatalf("start %v, want one: %v", got != nil, tc.wantStart)
+			}
+			if got == nil {
+				return
+			}
+			var sum, abs float64
+			for a, v := range got {
+				if !(v >= 0 && v <= bound[a]) {
+					t.Errorf("alpha[%d] = %v outside [0, %v]", a, v, bound[a])
+				}
+				if y[a] != prevPos[a] && v != 0 {
+					t.Errorf("alpha[%d] = %v kept across a label flip", a, v)
+				}
+				if tc.wantSame && v != prev[a] {
+					t.Errorf("alpha[%d] = %v, previous %v", a, v, prev[a])
+				}
+				sum += sign(y[a]) * v
+				abs += v
+			}
+			if math.Abs(sum) > 1e-12*max(1, abs) {
+				t.Errorf("Σ y·alpha = %v", sum)
+			}
+			if abs == 0 {
+				t.Errorf("all alphas 0: the start carries nothing over")
 			}
 		})
 	}
