@@ -36,7 +36,10 @@
 // and linear beyond; the kernels start from Andrews' initialisation (one
 // run) and choose C and γ by inner 3-fold cross-validation on the training
 // bags (select=cv), because the best C and γ differ from set to set (Musk1,
-// Elephant and a 4-feature toy each want another C).
+// Elephant and a 4-feature toy each want another C). The inner CV shares
+// one kernel matrix per fold and γ among the C values and warm-starts the
+// relabeling rounds of its fits (select.go, cvScoresShared); the final fit
+// is the one select=none trains with the chosen C and γ.
 //
 // Parameters (FitOptions.Params; unknown keys are rejected):
 //
