@@ -36,7 +36,10 @@
 // and linear beyond; the kernels start from Andrews' initialisation (one
 // run) and choose C and γ by inner 3-fold cross-validation on the training
 // bags (select=cv), because the best C and γ differ from set to set (Musk1,
-// Elephant and a 4-feature toy each want another C).
+// Elephant and a 4-feature toy each want another C). The inner CV shares
+// one kernel matrix per fold and γ among the C values and warm-starts the
+// relabeling rounds of its fits (select.go, cvScoresShared); the final fit
+// is the one select=none trains with the chosen C and γ.
 //
 // Parameters (FitOptions.Params; unknown keys are rejected):
 //
@@ -315,27 +318,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 		}
 		cfg.C, cfg.Gamma = c.C, c.Gamma
 	}
-	x := data.Rows
-	if cfg.Bias {
-		x = make([][]float64, len(data.Rows))
-		for i, r := range data.Rows {
-			x[i] = append(slices.Clip(r), 1)
-		}
-	}
-	xs := withBias(data.Sparse, train.Dim, cfg.Bias)
-	r2 := 0.0
-	for _, row := range x {
-		r2 += dot(row, row)
-	}
-	for _, row := range xs {
-		r2 += row.SqNorm()
-	}
-	r2 /= float64(len(x) + len(xs))
-	width := train.Dim
-	if cfg.Bias {
-		width++
-	}
-	s := &solver{cfg: cfg, x: x, xs: xs, width: width, tau0: math.Max(1, cfg.C*r2), instance: instance}
+	s := newSolver(cfg, data, train.Dim, instance)
 	var ker *kernelData
 	if cfg.Kernel != KernelLinear {
 		if sparse {
@@ -351,9 +334,93 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 	if instance {
 		name = MiSVMName
 	}
-	k := len(train.Classes)
-	st := ovr.State{Rule: ovr.Max, Scaler: data.Scaler, Scorers: make([]ovr.Scorer, k)}
+	fits, err := fitClasses(ctx, data, len(train.Classes), s, ker, opt)
+	if err != nil {
+		return nil, err
+	}
+	st := ovr.State{Rule: ovr.Max, Scaler: data.Scaler, Scorers: make([]ovr.Scorer, len(fits))}
 	d := train.Dim
+	linear := func(w []float64) ovr.Scorer {
+		sc := ovr.Scorer{W: slices.Clone(w[:d])}
+		if cfg.Bias {
+			sc.B = w[d]
+		}
+		return sc
+	}
+	for c, f := range fits {
+		switch l := f.l.(type) {
+		case nil:
+			st.Scorers[c] = ovr.Scorer{W: make([]float64, d), B: f.constant}
+		case *kernelLearner:
+			st.Scorers[c] = l.scorer()
+		case *linearLearner:
+			st.Scorers[c] = linear(l.w)
+		case *sparseLinearLearner:
+			st.Scorers[c] = linear(l.w)
+		}
+	}
+	meta := models.Meta{Kind: name, Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: opt.Params}
+	return ovr.New(meta, st)
+}
+
+// newSolver builds the relabeling solver of one fit on prepared data:
+// the rows with the bias feature appended (linear) and the SGD step offset
+// from their mean squared norm.
+func newSolver(cfg Config, data *ovr.Data, dim int, instance bool) *solver {
+	return solverRows(cfg, data, dim).withConfig(cfg, instance)
+}
+
+// solverRows is the part of newSolver that depends on the data and on
+// param bias only, which the inner cross-validation builds once per fold.
+func solverRows(cfg Config, data *ovr.Data, dim int) *solver {
+	x := data.Rows
+	if cfg.Bias {
+		x = make([][]float64, len(data.Rows))
+		for i, r := range data.Rows {
+			x[i] = append(slices.Clip(r), 1)
+		}
+	}
+	xs := withBias(data.Sparse, dim, cfg.Bias)
+	r2 := 0.0
+	for _, row := range x {
+		r2 += dot(row, row)
+	}
+	for _, row := range xs {
+		r2 += row.SqNorm()
+	}
+	r2 /= float64(len(x) + len(xs))
+	width := dim
+	if cfg.Bias {
+		width++
+	}
+	return &solver{x: x, xs: xs, width: width, r2: r2}
+}
+
+// withConfig returns a copy of the rows s with configuration cfg (whose
+// bias must be the one s was built with).
+func (s *solver) withConfig(cfg Config, instance bool) *solver {
+	c := *s
+	c.cfg, c.instance = cfg, instance
+	c.tau0 = math.Max(1, cfg.C*s.r2)
+	return &c
+}
+
+// classFit is one class's trained SVM before it becomes a served scorer:
+// the learner of the restart with the lowest objective, or, for a class
+// whose training bags are all negative (positive), no learner and the
+// constant score −1 (+1).
+type classFit struct {
+	l        learner
+	constant float64
+}
+
+// fitClasses trains one class against the rest for each of the k classes
+// on prepared data, with the kernel matrix ker (nil: the linear SGD). The
+// final fit and the inner cross-validation of select=cv share it, so that
+// a candidate scored on an inner fold is the model Fit would train there.
+func fitClasses(ctx context.Context, data *ovr.Data, k int, s *solver, ker *kernelData, opt models.FitOptions) ([]classFit, error) {
+	cfg := s.cfg
+	fits := make([]classFit, k)
 	for c := range k {
 		pos := data.Positive(c)
 		np := 0
@@ -363,11 +430,10 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 			}
 		}
 		if np == 0 || np == len(pos) {
-			b := -1.0
+			fits[c].constant = -1
 			if np > 0 {
-				b = 1
+				fits[c].constant = 1
 			}
-			st.Scorers[c] = ovr.Scorer{W: make([]float64, d), B: b}
 			continue
 		}
 		ls := make([]learner, cfg.Restarts)
@@ -376,8 +442,8 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 			rng := rand.New(rand.NewPCG(ovr.Seed(opt.Seed, c), uint64(r)))
 			switch {
 			case ker != nil:
-				ls[r] = &kernelLearner{k: ker}
-			case sparse:
+				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
+			case s.xs != nil:
 				ls[r] = &sparseLinearLearner{s: s, rng: rng}
 			default:
 				ls[r] = &linearLearner{s: s, rng: rng}
@@ -395,28 +461,12 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 				best = r
 			}
 		}
-		if ker != nil {
-			st.Scorers[c] = ls[best].(*kernelLearner).scorer()
-		} else {
-			var w []float64
-			switch l := ls[best].(type) {
-			case *linearLearner:
-				w = l.w
-			case *sparseLinearLearner:
-				w = l.w
-			}
-			sc := ovr.Scorer{W: slices.Clone(w[:d])}
-			if cfg.Bias {
-				sc.B = w[d]
-			}
-			st.Scorers[c] = sc
-		}
+		fits[c].l = ls[best]
 		if opt.Progress != nil {
 			opt.Progress(c+1, k)
 		}
 	}
-	meta := models.Meta{Kind: name, Classes: train.Classes, Dim: train.Dim, InstanceLevel: true, Params: opt.Params}
-	return ovr.New(meta, st)
+	return fits, nil
 }
 
 type solver struct {
@@ -426,8 +476,13 @@ type solver struct {
 	// rows' dimension (bias included).
 	xs       []mil.SparseVec
 	width    int
+	r2       float64 // mean squared norm of the rows
 	tau0     float64
 	instance bool
+	// warm starts the kernel SVM of each relabeling round from the
+	// previous round's alphas; only the inner cross-validation of
+	// select=cv sets it (see innerFold.fit).
+	warm bool
 }
 
 func dot(a, b []float64) float64 {
