@@ -745,68 +745,6 @@ func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
 	return minHausdorffBelow
 }
 
-// citationKNNScan is citationKNN by a scan of every training bag, as it was
-// before the index: the reference the index and, under the maximal
-// Hausdorff distance, citationKNNBounded are checked against. It is the
-// citation-kNN of Wang and Zucker (2000), extended to label sets as in
-// Zhou's MIML experiments: the voters are the Refs nearest training bags (references) and the
-// training bags that would count the new bag among their Citers nearest
-// neighbours (citers); class c is predicted when more than half of the votes
-// carry it. When no class reaches a majority the best-scored one is
-// predicted, since every bag of these collections has at least one label.
-//
-// The score of class c is (votes_c + 0.5/(1 + r_c)) / votes, where r_c is the
-// rank (by distance) of the nearest training bag carrying c. The bonus is
-// below one vote, so it only orders classes with equal vote counts (the
-// ranking measures count ties pessimistically).
-func (m *Model) citationKNNScan(g [][]float64) ([]int, []float64) {
-	k := len(m.meta.Classes)
-	type nb struct {
-		d float64
-		i int
-	}
-	all := make([]nb, len(m.st.TrainBags))
-	votes := make([]float64, k)
-	total := 0.0
-	dist := bagDistance(m.st.Hausdorff)
-	for i, tb := range m.st.TrainBags {
-		d := dist(g, tb, math.Inf(1))
-		all[i] = nb{d, i}
-		if m.st.Citers > 0 && d <= m.st.CiteRadius[i] {
-			for _, c := range m.st.TrainLabels[i] {
-				votes[c]++
-			}
-			total++
-		}
-	}
-	slices.SortFunc(all, func(a, b nb) int {
-		return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.i, b.i))
-	})
-	for _, n := range all[:min(m.st.Refs, len(all))] {
-		for _, c := range m.st.TrainLabels[n.i] {
-			votes[c]++
-		}
-		total++
-	}
-	rank := make([]int, k)
-	for c := range rank {
-		rank[c] = -1
-	}
-	left := k
-	for r, n := range all {
-		for _, c := range m.st.TrainLabels[n.i] {
-			if rank[c] < 0 {
-				rank[c] = r
-				left--
-			}
-		}
-		if left == 0 {
-			break
-		}
-	}
-	return voteLabels(votes, rank, total)
-}
-
 // sqDistBelow is ‖a − b‖², or any value >= bound once the partial sum
 // reaches it (the caller only keeps values below bound).
 func sqDistBelow(a, b []float64, bound float64) float64 {
