@@ -146,3 +146,12 @@ func (m *Model) citationKNNScan(g [][]float64) ([]int, []float64) {
 	}
 	return voteLabels(votes, rank, total)
 }
+
+// bagDistance is the bag distance the reference scans use: the Hausdorff
+// distance named, computed in full below bound.
+func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
+	if name == HausdorffMax {
+		return maxHausdorffBelow
+	}
+	return minHausdorffBelow
+}

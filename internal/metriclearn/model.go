@@ -738,13 +738,6 @@ func b2i(b bool) int {
 	return 0
 }
 
-func bagDistance(name string) func(a, b [][]float64, bound float64) float64 {
-	if name == HausdorffMax {
-		return maxHausdorffBelow
-	}
-	return minHausdorffBelow
-}
-
 // sqDistBelow is ‖a − b‖², or any value >= bound once the partial sum
 // reaches it (the caller only keeps values below bound).
 func sqDistBelow(a, b []float64, bound float64) float64 {
