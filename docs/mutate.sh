@@ -5,6 +5,9 @@
 #   docs/mutate.sh gremlins [ROW...]   gremlins' mutants of each row's files
 #   docs/mutate.sh hand [ROW...]       the hand mutations of docs/mutations.txt
 #   docs/mutate.sh all [ROW...]        both (what `make mutate` runs)
+#   docs/mutate.sh check [ROW...]      only that every hand mutation's text is
+#                                      still on its line (no tests run; `make
+#                                      vet`, and so CI, runs it)
 #
 # ROW is one of: orlr wire featurestore assign measure (default: all five).
 # Output: one line per mutant, then a summary line per row; the raw
@@ -188,13 +191,15 @@ run_hand() {
 				stale=1
 				continue
 			fi
+			# check mode: the text is where the list says; nothing to run.
+			[ "${CHECK_ONLY:-0}" = 1 ] && continue
 			case $(test_mutant "$row" "$src" "$tmp") in
 			killed) printf '%s  KILLED      %s:%s  %s\n' "$row" "$file" "$line" "$why"; killed=$((killed + 1)) ;;
 			survived) printf '%s  SURVIVED    %s:%s  %s\n' "$row" "$file" "$line" "$why"; survived=$((survived + 1)) ;;
 			*) printf '%s  NOT VIABLE  %s:%s  %s\n' "$row" "$file" "$line" "$why"; nonviable=$((nonviable + 1)) ;;
 			esac
 		done <"$list"
-		summary hand "$row" "$killed" "$survived" "not viable $nonviable"
+		[ "${CHECK_ONLY:-0}" = 1 ] || summary hand "$row" "$killed" "$survived" "not viable $nonviable"
 	done
 	return $stale
 }
@@ -214,12 +219,13 @@ echo "mutate: $mode on ${rows[*]}; reports in $OUT" >&2
 case $mode in
 gremlins) run_gremlins "${rows[@]}" ;;
 hand) run_hand "${rows[@]}" ;;
+check) CHECK_ONLY=1 run_hand "${rows[@]}" && echo "mutate: every hand mutation is on its line" >&2 ;;
 all)
 	run_gremlins "${rows[@]}"
 	run_hand "${rows[@]}"
 	;;
 *)
-	echo "usage: $0 gremlins|hand|all [ROW...]" >&2
+	echo "usage: $0 gremlins|hand|all|check [ROW...]" >&2
 	exit 2
 	;;
 esac
