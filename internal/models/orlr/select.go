@@ -116,10 +116,13 @@ func selectL2(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cf
 		}
 		for _, j := range test {
 			b := &train.Bags[labeled[j]]
-			got, err := m.inductiveLabels(ctx, b)
+			// The label set hidden, as at annotation time; a sparse bag is
+			// scored over its non-zeros (Annotate, scoresSparse).
+			ann, err := m.Annotate(ctx, &mil.Bag{ID: b.ID, Instances: b.Instances, Sparse: b.Sparse}, models.Inductive)
 			if err != nil {
 				return fmt.Errorf("orlr select l2=%g: %w", l2, err)
 			}
+			got := ann.BagLabels
 			for _, c := range scored {
 				if slices.Contains(got, c) == slices.Contains(b.Labels, c) {
 					right[t]++
@@ -154,29 +157,4 @@ func selectL2(ctx context.Context, train *mil.Dataset, opt models.FitOptions, cf
 	}
 	slog.InfoContext(ctx, "orlr: l2 selected by inner cross-validation", attrs...)
 	return grid[best], scores, nil
-}
-
-// inductiveLabels returns the bag labels Annotate gives b in inductive
-// mode, its label set unread. A sparse bag under the linear model is
-// scored over its non-zeros: Annotate maps every instance through a dense
-// vector of the full dimension, which for the inner CV's ~1,000 held-out
-// instances per fit of a 66,000-feature text set was a third of its CPU
-// and most of its garbage. Other bags go through Annotate.
-func (m *Model) inductiveLabels(ctx context.Context, b *mil.Bag) ([]int, error) {
-	if b.Sparse == nil || b.Len() == 0 || m.kern != nil || (m.scaler != nil && !m.scaler.KeepsSparsity()) {
-		ann, err := m.Annotate(ctx, &mil.Bag{ID: b.ID, Instances: b.Instances, Sparse: b.Sparse}, models.Inductive)
-		return ann.BagLabels, err
-	}
-	if err := b.Validate(m.meta.Dim, len(m.meta.Classes)); err != nil {
-		return nil, fmt.Errorf("%w: %w", models.ErrBadInput, err)
-	}
-	logits := make([][]float64, len(b.Sparse))
-	for i, x := range b.Sparse {
-		if m.scaler != nil {
-			x = m.scaler.ApplySparse(x)
-		}
-		logits[i] = make([]float64, len(m.meta.Classes))
-		m.lr.LogitsSparse(x, logits[i])
-	}
-	return inductive(logits, m.unknownClass()).BagLabels, nil
 }

@@ -276,12 +276,13 @@ func TestSparseEmptyLabelsStillNeedUnknown(t *testing.T) {
 	}
 }
 
-// TestInductiveLabelsMatchAnnotate holds the inner CV's sparse scoring to
-// Annotate's inductive bag labels (which densify each bag), for the
-// sparsity-keeping transforms, with and without the unknown class, and
-// for a multi-label set. It catches an unscaled instance, the unknown
-// class left in the bag labels, and logits of the wrong class.
-func TestInductiveLabelsMatchAnnotate(t *testing.T) {
+// TestSparseAnnotateMatchesDense holds Annotate's scoring of a sparse bag
+// over its non-zeros (scoresSparse: the served path and select=cv's inner
+// CV alike) to the same bag densified, whole annotations compared exactly
+// in both modes, for the sparsity-keeping transforms, with and without the
+// unknown class, and for a multi-label set. It catches an unscaled
+// instance and logits of the wrong class or feature.
+func TestSparseAnnotateMatchesDense(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
@@ -302,18 +303,27 @@ func TestInductiveLabelsMatchAnnotate(t *testing.T) {
 			present := 0
 			for i := range tc.test.Bags {
 				b := &tc.test.Bags[i]
-				got, err := m.inductiveLabels(ctx, b)
-				if err != nil {
-					t.Fatal(err)
+				if !m.scoresSparse(b) {
+					t.Fatalf("bag %d: not scored over its non-zeros: the comparison would test nothing", i)
 				}
-				ann, err := m.Annotate(ctx, &mil.Bag{ID: b.ID, Sparse: b.Sparse}, models.Inductive)
-				if err != nil {
-					t.Fatal(err)
+				dense := &mil.Bag{ID: b.ID, Instances: b.DenseInstances(tc.test.Dim), Labels: b.Labels}
+				for _, mode := range []models.Mode{models.Inductive, models.Transductive} {
+					if mode == models.Transductive && !b.Labeled() {
+						continue
+					}
+					got, err := m.Annotate(ctx, b, mode)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := m.Annotate(ctx, dense, mode)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("bag %d %s: sparse %+v, dense %+v", i, mode, got, want)
+					}
+					present += len(got.BagLabels)
 				}
-				if !slices.Equal(got, ann.BagLabels) {
-					t.Fatalf("bag %d: sparse scoring %v, Annotate %v", i, got, ann.BagLabels)
-				}
-				present += len(got)
 			}
 			if present == 0 {
 				t.Fatal("no bag label predicted: the comparison saw nothing")

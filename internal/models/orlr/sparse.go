@@ -16,7 +16,9 @@ import (
 // (select=cv, see selectL2: the dense default 2e-3 predicts one class for
 // nearly every TREC9 bag). kernel=rbf
 // maps every instance to a dense dictionary feature vector anyway, so its
-// data are densified first. Annotating a sparse bag densifies that bag.
+// data are densified first. Annotate scores a sparse bag over its
+// non-zeros under the linear model (scoresSparse) and densifies it only
+// for the RBF one.
 // TestSparseMatchesDense holds the sparse path to the dense one.
 
 // appendSparse appends the instances of b to rows in sparse form (a dense
