@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -170,11 +171,16 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	// Warm up: the consumer group forms and the first batch is served.
 	runPass(b, ctx, pub, ds, "warm", arrivals, 0)
 
+	// MIMLSTREAM_BENCH_CPUPROFILE=FILE writes a CPU profile of the
+	// saturating passes alone (not of the model's training, the raw
+	// produce or the paced passes): what bounds the end-to-end rate.
+	stopProfile := startProfile(b, os.Getenv("MIMLSTREAM_BENCH_CPUPROFILE"))
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime()
 	for i := range b.N {
 		runPass(b, ctx, pub, ds, fmt.Sprintf("t%d", i), arrivals, 0)
 	}
+	stopProfile()
 	e2eRate := float64(b.N*len(ds.Bags)) / time.Since(start).Seconds()
 	// The CPU the whole pipeline (broker, publisher, annotator, consumer:
 	// all in this process) spends per bag: unlike the rates, it does not
@@ -263,6 +269,27 @@ func rawProduce(b *testing.B, brokers []string, topic string, ds *mil.Dataset, c
 	write(total)
 	rate = float64(total) / time.Since(start).Seconds()
 	return rate, float64((cpuTime() - cpu0).Microseconds()) / float64(total)
+}
+
+// startProfile starts a CPU profile to path (none if path is empty) and
+// returns what stops it.
+func startProfile(b *testing.B, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // cpuTime returns the user and system CPU time of this process so far.

@@ -136,6 +136,21 @@ func appendFloats(b []byte, v []float64) ([]byte, error) {
 // appendFloat formats f as encoding/json does (as ES6 does): plain decimal
 // between 1e-6 and 1e21, else exponent notation without padding zeros.
 func appendFloat(b []byte, f float64) ([]byte, error) {
+	if abs := math.Abs(f); abs >= 1e-6 && abs < 1<<22 {
+		// Features are mostly short decimals (MSCV2's have six places),
+		// and strconv's shortest formatting spent 50 ns on each. If a
+		// multiple of 10⁻⁹ reads back as f, it is the shortest form:
+		// below 2²² two neighbouring floats are less than 10⁻⁹ apart, so
+		// no other multiple of 10⁻⁹, and hence no shorter decimal (at or
+		// above 10⁻⁶ every shorter one is such a multiple), reads back
+		// as f. TestAppendFloatMatchesStrconv holds it to strconv. (The
+		// product's distance to m turns away most computed values, a
+		// score say, before the division that decides.)
+		p := abs * 1e9
+		if m := math.Round(p); math.Abs(p-m) <= p*0x1p-50 && m/1e9 == abs {
+			return appendNanos(b, f < 0, uint64(m)), nil
+		}
+	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, fmt.Errorf("json: unsupported value: %v", f)
 	}
@@ -150,6 +165,30 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 		b = b[:n-1]
 	}
 	return b, nil
+}
+
+// appendNanos appends m·10⁻⁹ (negated if neg) in plain decimal without
+// trailing zeros, as strconv's 'f' format writes its shortest digits.
+func appendNanos(b []byte, neg bool, m uint64) []byte {
+	if neg {
+		b = append(b, '-')
+	}
+	b = strconv.AppendUint(b, m/1e9, 10)
+	frac := m % 1e9
+	if frac == 0 {
+		return b
+	}
+	var d [10]byte
+	d[0] = '.'
+	for i := 9; i > 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := len(d)
+	for d[n-1] == '0' {
+		n--
+	}
+	return append(b, d[:n]...)
 }
 
 // appendTime writes t as its MarshalJSON does: RFC 3339 with nanoseconds,

@@ -158,7 +158,7 @@ func (m *BagMessage) Marshal(f Format) ([]byte, error) {
 	if f == FormatProtobuf {
 		return m.AppendProto(nil), nil
 	}
-	return json.Marshal(m)
+	return m.AppendJSON(nil)
 }
 
 // AppendProto appends the binary encoding of m. It never fails: as
