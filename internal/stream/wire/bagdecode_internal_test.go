@@ -37,3 +37,52 @@ func TestParseFloatMatchesStrconv(t *testing.T) {
 		}
 	}
 }
+
+// TestShortNumberMatchesNumber: the one-pass reading of a feature gives,
+// whenever it takes a literal, the value parseFloat gives bit for bit and
+// stops where number stops; and it declines what number refuses. Over
+// literals on and off its path (exponents, 15 and 16 digits, 22 and 23
+// decimals, leading zeros, a bare point or sign) followed by what can
+// follow a number in a bag or by garbage. Catches a fast path that reads
+// past a literal's end, takes a leading-zero literal number refuses, or
+// converts a literal it cannot convert exactly.
+func TestShortNumberMatchesNumber(t *testing.T) {
+	lits := []string{"0", "-0", "1", "-1", "0.5", "-0.0", "0.000", "123456789012345", "1234567890123456", "999999999999999",
+		"0.1", "1.000000000000001", "1.0000000000000001", "0.0000000000000000000001", "0.00000000000000000000001", "1e5", "1E-5",
+		"1.5e+300", "0.066935", "-0.000302", "01", "00.5", "-", "-.5", ".5", "1.", "1.e5", "-x", "0x10", "1.5.5", "123456.789012345",
+		"100000000000000000000000", "0.1000000000000000000000"}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for range 20000 {
+		lits = append(lits, strconv.FormatFloat(rng.Float64()*math.Pow(10, float64(rng.IntN(12))), 'f', rng.IntN(18), 64),
+			fmt.Sprintf("-%d.%0*d", rng.IntN(1000), rng.IntN(25), rng.Int64N(1e15)))
+	}
+	taken := 0
+	for _, lit := range lits {
+		for _, after := range []string{"", ",", "]", " ", "e", "x", "5"} {
+			src := lit + after
+			fast := &bagDecoder{s: src}
+			f, ok := fast.shortNumber()
+			ref := &bagDecoder{s: src}
+			refLit, err := ref.number()
+			if !ok {
+				if fast.i != 0 {
+					t.Fatalf("%q: declined but moved to %d", src, fast.i)
+				}
+				continue
+			}
+			taken++
+			if err != nil {
+				t.Fatalf("%q: taken as %v, number refuses it: %v", src, f, err)
+			}
+			if fast.i != ref.i {
+				t.Fatalf("%q: stopped at %d, number at %d", src, fast.i, ref.i)
+			}
+			if want := parseFloat(refLit); math.Float64bits(f) != math.Float64bits(want) {
+				t.Fatalf("%q: %v, parseFloat %v", src, f, want)
+			}
+		}
+	}
+	if taken < len(lits) {
+		t.Fatalf("the fast path took only %d of %d readings", taken, 7*len(lits))
+	}
+}
