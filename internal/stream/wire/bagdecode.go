@@ -122,6 +122,7 @@ type bagDecoder struct {
 	floats  []float64  // the features, row after row (sparse: the values)
 	rowLens []int      // the features per row (sparse: the entries)
 	idx     []int32    // the indices of the sparse instances, one after another
+	classes []string   // the class names, views of the message until message() copies them
 
 	// The binary decoder's scratch space for the values of the sparse
 	// instances and the entries of each (parseProto).
@@ -140,8 +141,8 @@ func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
 	// call but through message(), which copies, or an error's text,
 	// which fmt copies.
 	*d = bagDecoder{s: unsafe.String(unsafe.SliceData(raw), len(raw)), floats: d.floats[:0], rowLens: d.rowLens[:0], idx: d.idx[:0],
-		vals: d.vals[:0], idxLens: d.idxLens[:0], valLens: d.valLens[:0]}
-	defer func() { d.s, d.m, d.others = "", BagMessage{}, nil }()
+		classes: clear0(d.classes), vals: d.vals[:0], idxLens: d.idxLens[:0], valLens: d.valLens[:0]}
+	defer func() { d.s, d.m, d.others, d.classes = "", BagMessage{}, nil, clear0(d.classes) }()
 	if err := d.document(); err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
 	}
@@ -158,6 +159,13 @@ func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// clear0 returns s emptied, its elements zeroed so that the scratch holds
+// no view of a message after the call that decoded it.
+func clear0(s []string) []string {
+	clear(s[:cap(s)])
+	return s[:0]
 }
 
 // schemaf notes a schema fault; the first one is reported.
@@ -198,8 +206,13 @@ func (d *bagDecoder) message() *BagMessage {
 	all := b.String()
 	m.ID, all = all[:len(m.ID)], all[len(m.ID):]
 	m.Source, all = all[:len(m.Source)], all[len(m.Source):]
-	for k, c := range m.Classes {
-		m.Classes[k], all = all[:len(c)], all[len(c):]
+	if m.Classes != nil {
+		// Out of the decoder's scratch, which the next message reuses.
+		cs := make([]string, len(m.Classes))
+		for k, c := range m.Classes {
+			cs[k], all = all[:len(c)], all[len(c):]
+		}
+		m.Classes = cs
 	}
 	return &m
 }
@@ -649,7 +662,13 @@ func (d *bagDecoder) stringArray() ([]string, error) {
 		d.schemaf("classes is not an array")
 		return nil, d.skip(1)
 	}
-	out := []string{}
+	// Into the decoder's scratch (message() copies it): a labeled bag
+	// carries the whole vocabulary, and growing a new slice for it was
+	// most of the decoder's allocations.
+	out := d.classes[:0:cap(d.classes)]
+	if out == nil {
+		out = []string{} // "classes":[] is not an absent vocabulary
+	}
 	if d.open() {
 		return out, nil
 	}
@@ -660,6 +679,7 @@ func (d *bagDecoder) stringArray() ([]string, error) {
 			return nil, err
 		}
 		out = append(out, s)
+		d.classes = out
 		if more, err := d.next(']'); !more {
 			return out, err
 		}

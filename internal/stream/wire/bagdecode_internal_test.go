@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -84,5 +86,39 @@ func TestShortNumberMatchesNumber(t *testing.T) {
 	}
 	if taken < len(lits) {
 		t.Fatalf("the fast path took only %d of %d readings", taken, 7*len(lits))
+	}
+}
+
+// TestDecodeReusesNoClassView: the class names of a decoded bag survive
+// the decoding of the next bag with the same decoder (whose scratch holds
+// them while decoding) and of a change to the first message's bytes, and
+// an empty vocabulary decodes as empty, not absent. Catches the decoder's
+// scratch leaking into a returned message.
+func TestDecodeReusesNoClassView(t *testing.T) {
+	var d bagDecoder
+	first := []byte(`{"schema_version":1,"id":"a","dim":1,"instances":[[1]],"classes":["x","y","z"],"labels":[2]}`)
+	m1, err := d.decode(first, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(first, bytes.Repeat([]byte{' '}, len(first)))
+	m2, err := d.decode([]byte(`{"schema_version":1,"id":"b","dim":1,"instances":[[1]],"classes":["p","q"],"labels":[0]}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m1.Classes, []string{"x", "y", "z"}) || !slices.Equal(m2.Classes, []string{"p", "q"}) {
+		t.Fatalf("classes %q and %q", m1.Classes, m2.Classes)
+	}
+	for _, fresh := range []bool{true, false} {
+		if fresh {
+			d = bagDecoder{}
+		}
+		m3, err := d.decode([]byte(`{"schema_version":1,"id":"c","dim":1,"instances":[[1]],"classes":[]}`), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m3.Classes == nil || len(m3.Classes) != 0 {
+			t.Fatalf("fresh decoder %v: empty vocabulary decoded as %#v", fresh, m3.Classes)
+		}
 	}
 }
