@@ -150,6 +150,9 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 		if m := math.Round(p); math.Abs(p-m) <= p*0x1p-50 && m/1e9 == abs {
 			return appendNanos(b, f < 0, uint64(m)), nil
 		}
+		if out, ok := appendShortest(b, f); ok {
+			return out, nil
+		}
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, fmt.Errorf("json: unsupported value: %v", f)
