@@ -27,8 +27,12 @@ demo:
 # a tenth of the end-to-end rate; one sub-benchmark per output compression
 # (MIMLSTREAM_BENCH_CODECS=none,lz4,zstd to change) and, in each, per wire
 # format of bags and annotations (MIMLSTREAM_BENCH_WIRES=json,protobuf).
+# 20 passes of the 591 MSCV2 bags per rate (and 47,000 raw messages): at 5
+# a rate was a tenth of a second of work, and one scheduling hiccup moved
+# it by half. MIMLSTREAM_BENCH_CPUPROFILE=FILE profiles the saturating
+# passes alone.
 bench:
-	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 5x -timeout 20m ./internal/e2e/
+	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 20x -timeout 30m ./internal/e2e/
 
 # ingest, an annotator and the retrainer as processes for 60 s at 80% of
 # the maximum rate measured first (MIMLSTREAM_SOAK_DURATION=5m to change):
