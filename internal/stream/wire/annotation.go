@@ -40,16 +40,10 @@ func (a AnnotationMessage) MarshalJSON() ([]byte, error) {
 	}
 	var err error
 	if len(a.InstanceScores) > 0 {
-		b = append(b, `,"instance_scores":[`...)
-		for i, x := range a.InstanceScores {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendFloats(b, x); err != nil {
-				return nil, err
-			}
+		b = append(b, `,"instance_scores":`...)
+		if b, err = appendFloatRows(b, a.InstanceScores); err != nil {
+			return nil, err
 		}
-		b = append(b, ']')
 	}
 	b = append(b, `,"bag_labels":`...)
 	b = appendInts(b, a.BagLabels)
@@ -127,6 +121,21 @@ func appendFloats(b []byte, v []float64) ([]byte, error) {
 		}
 		var err error
 		if b, err = appendFloat(b, x); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// appendFloatRows appends an array of arrays of numbers (rows not nil).
+func appendFloatRows(b []byte, rows [][]float64) ([]byte, error) {
+	b = append(b, '[')
+	for i, x := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendFloats(b, x); err != nil {
 			return nil, err
 		}
 	}

@@ -46,29 +46,8 @@ func TestAnnotationJSONMatchesReflection(t *testing.T) {
 	times := []time.Time{time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("x", 5*3600+1800)),
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}
 	rng := rand.New(rand.NewPCG(7, 8))
-	pickS := func() string { return strs[rng.IntN(len(strs))] }
-	pickF := func() []float64 {
-		switch rng.IntN(5) {
-		case 0:
-			return nil
-		case 1:
-			return []float64{}
-		}
-		v := make([]float64, rng.IntN(4)+1)
-		for i := range v {
-			v[i] = floats[rng.IntN(len(floats))]
-		}
-		return v
-	}
-	pickI := func() []int {
-		switch rng.IntN(4) {
-		case 0:
-			return nil
-		case 1:
-			return []int{}
-		}
-		return []int{rng.IntN(5) - 1, math.MaxInt64, math.MinInt64}[:rng.IntN(3)+1]
-	}
+	p := picker{rng: rng, strs: strs, floats: floats}
+	pickS, pickF, pickI := p.str, p.floatsOrNil, p.ints
 	for range 6000 {
 		a := wire.AnnotationMessage{SchemaVersion: rng.IntN(3), BagID: pickS(), Source: pickS(), Model: pickS(), ModelVersion: pickS(), ModelID: pickS(),
 			Mode: pickS(), InstanceLabels: pickI(), BagLabels: pickI(), BagScores: pickF(), LatencyMS: floats[rng.IntN(len(floats))],

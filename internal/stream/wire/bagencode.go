@@ -37,16 +37,10 @@ func (m *BagMessage) AppendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(m.Dim), 10)
 	var err error
 	if m.Instances != nil {
-		b = append(b, `,"instances":[`...)
-		for i, x := range m.Instances {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendFloats(b, x); err != nil {
-				return nil, err
-			}
+		b = append(b, `,"instances":`...)
+		if b, err = appendFloatRows(b, m.Instances); err != nil {
+			return nil, err
 		}
-		b = append(b, ']')
 	}
 	if m.SparseInstances != nil {
 		b = append(b, `,"sparse_instances":[`...)

@@ -54,33 +54,8 @@ func TestBagJSONMatchesReflection(t *testing.T) {
 	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 0.066935, 0.000302, -0.388872, 1e-6, 9.99999e-7, 1e-7, 1e20, 1e21,
 		1 << 22, 1<<22 - 0.5, 4194303.999999999, 123456.789, 1.0 / 3, 1e-10, 5e-324, math.MaxFloat64, 0.1 + 0.2}
 	rng := rand.New(rand.NewPCG(3, 4))
-	pickS := func() string { return strs[rng.IntN(len(strs))] }
-	pickF := func() []float64 {
-		switch rng.IntN(6) {
-		case 0:
-			return nil
-		case 1:
-			return []float64{}
-		}
-		v := make([]float64, rng.IntN(5)+1)
-		for i := range v {
-			if rng.IntN(2) == 0 {
-				v[i] = floats[rng.IntN(len(floats))]
-			} else {
-				v[i] = float64(rng.IntN(2000000)-1000000) / 1e6
-			}
-		}
-		return v
-	}
-	pickI := func() []int {
-		switch rng.IntN(3) {
-		case 0:
-			return nil
-		case 1:
-			return []int{}
-		}
-		return []int{rng.IntN(5) - 1, math.MaxInt64, math.MinInt64}[:rng.IntN(3)+1]
-	}
+	p := picker{rng: rng, strs: strs, floats: floats}
+	pickS, pickF, pickI := p.str, p.floatsOrNil, p.ints
 	for range 6000 {
 		m := wire.BagMessage{SchemaVersion: rng.IntN(3), ID: pickS(), Source: pickS(), Dim: rng.IntN(7) - 1,
 			Labels: pickI(), InstanceLabels: pickI()}
