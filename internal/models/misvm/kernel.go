@@ -212,6 +212,8 @@ type kernelLearner struct {
 	warm      bool
 	prevAlpha []float64
 	prevPos   []bool
+	// rounds counts the rounds trained.
+	rounds int
 	// The last round's SVM: f(x) = Σ_a coef_a K(x_rows[a], x) + b.
 	rows []int
 	coef []float64
@@ -219,6 +221,7 @@ type kernelLearner struct {
 }
 
 func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) float64, float64, error) {
+	l.rounds++
 	idx := make([]int, len(ex))
 	y := make([]bool, len(ex))
 	np := 0
