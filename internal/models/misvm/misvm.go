@@ -487,6 +487,10 @@ type solver struct {
 	// previous round when a forced label was the only change (the former
 	// stopping rule; the reference of TestKernelStopMatchesFullRounds).
 	fullRounds bool
+	// nearest[i], when set, is nearestMean of bag i of the data (the
+	// inner cross-validation computes it once per fold for its nine
+	// candidates).
+	nearest []int
 }
 
 func dot(a, b []float64) float64 {
@@ -529,7 +533,11 @@ func (s *solver) fit(ctx context.Context, bags [][]int, pos []bool, rng *rand.Ra
 			for j := range b {
 				lab[i][j] = true
 			}
-			wit[i] = s.nearestMean(b)
+			if s.nearest != nil {
+				wit[i] = s.nearest[i]
+			} else {
+				wit[i] = s.nearestMean(b)
+			}
 		default:
 			some := false
 			for j := range b {
