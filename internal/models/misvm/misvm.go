@@ -36,10 +36,13 @@
 // and linear beyond; the kernels start from Andrews' initialisation (one
 // run) and choose C and γ by inner 3-fold cross-validation on the training
 // bags (select=cv), because the best C and γ differ from set to set (Musk1,
-// Elephant and a 4-feature toy each want another C). The inner CV shares
-// one kernel matrix per fold and γ among the C values and warm-starts the
-// relabeling rounds of its fits (select.go, cvScoresShared); the final fit
-// is the one select=none trains with the chosen C and γ.
+// Elephant and a 4-feature toy each want another C). The inner CV works on
+// the instances as the fit scales them (the scaler fitted on all training
+// instances, no label used), so that one kernel matrix per γ serves every
+// inner fold and C value, and it warm-starts the relabeling rounds of its
+// fits (select_outer.go, cvScoresOuter); the final fit is the one
+// select=none trains with the chosen C and γ, on the kernel matrix the
+// selection's pair matrix gives.
 //
 // Parameters (FitOptions.Params; unknown keys are rejected):
 //
@@ -307,12 +310,14 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 		return nil, err
 	}
 	cfg = cfg.resolve(len(data.Rows) + len(data.Sparse))
+	var pb []float64 // the dense kernels' pair matrix, if the selection computed it
 	if cfg.Select == "cv" {
 		rule := GammaScale(data.Rows)
 		if sparse {
 			rule = GammaScaleSparse(data.Sparse, train.Dim)
 		}
-		c, err := selectParams(ctx, train, data.BagIndex, opt, instance, cfg, rule)
+		var c candidate
+		c, pb, err = selectParams(ctx, train, data, opt, instance, cfg, rule)
 		if err != nil {
 			return nil, err
 		}
@@ -321,9 +326,14 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 	s := newSolver(cfg, data, train.Dim, instance)
 	var ker *kernelData
 	if cfg.Kernel != KernelLinear {
-		if sparse {
+		switch {
+		case sparse:
 			ker, err = newKernelDataSparse(cfg, data.Sparse, train.Dim)
-		} else {
+		case pb != nil:
+			// The selection's pair matrix of these rows: the floats
+			// newKernelData computes.
+			ker, err = newKernelDataFrom(cfg, data.Rows, pb, pb)
+		default:
 			ker, err = newKernelData(cfg, data.Rows)
 		}
 		if err != nil {

@@ -41,25 +41,30 @@ type candidate struct {
 // A parameter given explicitly is not searched. rule is the width rule's
 // gamma on the scaled training instances, so that the grid's absolute
 // gammas are the ones the final fit uses.
-func selectParams(ctx context.Context, train *mil.Dataset, labeled []int, opt models.FitOptions, instance bool, cfg Config, rule float64) (candidate, error) {
+//
+// A dense rbf or poly kernel is selected with the instances scaled by the
+// selecting fit's scaler (cvScoresOuter), whose pair matrix of data's rows
+// it returns for the final fit to reuse (nil otherwise).
+func selectParams(ctx context.Context, train *mil.Dataset, data *ovr.Data, opt models.FitOptions, instance bool, cfg Config, rule float64) (candidate, []float64, error) {
+	labeled := data.BagIndex
 	cands := grid(opt, cfg, rule)
 	if len(cands) == 1 || len(labeled) < 2*selectFolds {
-		return cands[len(cands)/2], nil
+		return cands[len(cands)/2], nil, nil
 	}
 	fs, err := folds.KFold(len(labeled), selectFolds, opt.Seed, selectStream)
 	if err != nil {
-		return candidate{}, fmt.Errorf("misvm select: %w", err)
+		return candidate{}, nil, fmt.Errorf("misvm select: %w", err)
 	}
-	var score []float64
+	var score, pb []float64
 	if cfg.Kernel != KernelLinear && !train.IsSparse() {
-		score, err = cvScoresShared(ctx, train, labeled, fs, opt, instance, cfg.Kernel, cands, true)
+		score, pb, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, true)
 	} else {
 		score, err = cvScoresByFit(ctx, train, labeled, fs, opt, instance, cfg, cands)
 	}
 	if err != nil {
-		return candidate{}, err
+		return candidate{}, nil, err
 	}
-	return cands[bestCandidate(score, len(fs))], nil
+	return cands[bestCandidate(score, len(fs))], pb, nil
 }
 
 // bestCandidate returns the candidate with the highest summed held-out
@@ -194,6 +199,10 @@ func cvScoresByFit(ctx context.Context, train *mil.Dataset, labeled []int, fs []
 	return score, nil
 }
 
+// cvScoresShared was the inner CV of a dense kernel before cvScoresOuter
+// (kept for TestWarmSelectionAudit, which counts the choices that differ):
+// each inner fold scaled by its own training instances.
+//
 // cvScoresShared is cvScoresByFit for a dense rbf or poly kernel without
 // the repeated work: per inner fold the training bags are prepared (the
 // same scaler as the inner Fit's) and the gamma-free pair matrices of their
