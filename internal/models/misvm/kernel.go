@@ -28,6 +28,10 @@ type kernelData struct {
 	gram   *svm.Gram
 	gamma  float64
 	scorer ovr.Scorer // kernel fields only (no SV, Beta, B)
+	// subBuf, when set, is the sub-matrix buffer of every learner on
+	// this kernel instead of one each (the inner CV, whose fits on a
+	// kernel run one after another).
+	subBuf *[]float64
 }
 
 // GammaScale is the width rule used when param gamma is 0 (the default):
@@ -228,6 +232,11 @@ type kernelLearner struct {
 	prevPos   []bool
 	// rounds counts the rounds trained.
 	rounds int
+	// path, when set (warm only), holds the first round's solution of
+	// this class and restart at the previous C of the inner CV's path
+	// (the same examples: the initialisation does not depend on C), from
+	// which the first round starts, and receives this one's.
+	path *firstRound
 	// sub holds the kernel sub-matrix of the last round whose examples
 	// were not all training rows in order (MI-SVM), reused by the next.
 	sub []float64
@@ -262,11 +271,19 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	}
 	var alpha0 []float64
 	if l.warm {
+		if l.rounds == 1 && l.path != nil && l.path.alpha != nil {
+			// The first round of the previous C on these examples.
+			l.prevAlpha, l.prevPos = l.path.alpha, l.path.pos
+		}
 		alpha0 = l.warmStart(y, bound)
 	}
-	g := l.k.gram.SubInto(idx, l.sub)
+	sub := &l.sub
+	if l.k.subBuf != nil {
+		sub = l.k.subBuf
+	}
+	g := l.k.gram.SubInto(idx, *sub)
 	if g != l.k.gram {
-		l.sub = g.Data()
+		*sub = g.Data()
 	}
 	sol, err := svm.SolveBoundedFrom(ctx, g, y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol})
 	if err != nil {
@@ -274,6 +291,9 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	}
 	if l.warm {
 		l.prevAlpha, l.prevPos = sol.Alpha, y
+		if l.rounds == 1 && l.path != nil {
+			l.path.alpha, l.path.pos = sol.Alpha, y
+		}
 	}
 	l.rows, l.coef, l.b = l.rows[:0], l.coef[:0], sol.Bias
 	for a, al := range sol.Alpha {
@@ -380,4 +400,11 @@ func (l *kernelLearner) warmStart(y []bool, bound []float64) []float64 {
 		}
 	}
 	return alpha
+}
+
+// firstRound is the first relabeling round's SVM of one class and restart
+// on an inner fold (see kernelLearner.path).
+type firstRound struct {
+	alpha []float64
+	pos   []bool
 }

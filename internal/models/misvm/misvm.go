@@ -384,6 +384,13 @@ func newSolver(cfg Config, data *ovr.Data, dim int, instance bool) *solver {
 // param bias only, which the inner cross-validation builds once per fold.
 func solverRows(cfg Config, data *ovr.Data, dim int) *solver {
 	x := data.Rows
+	if cfg.Kernel != KernelLinear && data.Sparse == nil {
+		// A dense kernel fit reads its rows only for the initial
+		// witnesses (nearestMean), which take the bias feature into
+		// account without a copy of the rows carrying it; the SGD
+		// step offset is the linear SVM's.
+		return &solver{x: x, width: dim, virtualBias: cfg.Bias}
+	}
 	if cfg.Bias {
 		x = make([][]float64, len(data.Rows))
 		for i, r := range data.Rows {
@@ -452,7 +459,11 @@ func fitClasses(ctx context.Context, data *ovr.Data, k int, s *solver, ker *kern
 			rng := rand.New(rand.NewPCG(ovr.Seed(opt.Seed, c), uint64(r)))
 			switch {
 			case ker != nil:
-				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
+				kl := &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
+				if s.warm && s.path != nil {
+					kl.path = &s.path[c*cfg.Restarts+r]
+				}
+				ls[r] = kl
 			case s.xs != nil:
 				ls[r] = &sparseLinearLearner{s: s, rng: rng}
 			default:
@@ -497,6 +508,13 @@ type solver struct {
 	// previous round when a forced label was the only change (the former
 	// stopping rule; the reference of TestKernelStopMatchesFullRounds).
 	fullRounds bool
+	// path, when set, holds the first rounds of the previous C, one per
+	// class and restart (class·restarts + restart; see
+	// kernelLearner.path).
+	path []firstRound
+	// virtualBias: x lacks the bias feature (1) that param bias appends
+	// (dense kernels, which read x for nearestMean only).
+	virtualBias bool
 	// nearest[i], when set, is nearestMean of bag i of the data (the
 	// inner cross-validation computes it once per fold for its nine
 	// candidates).
@@ -664,10 +682,17 @@ func (s *solver) nearestMean(b []int) int {
 	if s.xs != nil {
 		return s.nearestMeanSparse(b)
 	}
-	mean := make([]float64, len(s.x[0]))
+	// With virtualBias the rows lack the bias feature, which is 1: it
+	// is the last entry of the mean and of each distance, the floats the
+	// rows with it appended give (TestNearestMeanVirtualBias).
+	d0 := len(s.x[0])
+	mean := make([]float64, d0+1)
 	for _, g := range b {
 		for j, v := range s.x[g] {
 			mean[j] += v / float64(len(b))
+		}
+		if s.virtualBias {
+			mean[d0] += 1 / float64(len(b))
 		}
 	}
 	best, bestD := 0, math.Inf(1)
@@ -675,6 +700,9 @@ func (s *solver) nearestMean(b []int) int {
 		d := 0.0
 		for k, v := range s.x[g] {
 			d += (v - mean[k]) * (v - mean[k])
+		}
+		if s.virtualBias {
+			d += (1 - mean[d0]) * (1 - mean[d0])
 		}
 		if d < bestD {
 			best, bestD = j, d

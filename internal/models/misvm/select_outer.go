@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -55,13 +56,35 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 		fds[fi] = newOuterFold(data, f, opt, instance, kernel, len(train.Classes), train.Dim, cfg)
 		fds[fi].warm = warm
 	}
+	// The matrices of a gamma are reused by the next one (the gammas run
+	// one after another unless opt.Workers > 1): the garbage they were
+	// cost the default a tenth of its time in collections.
+	var mu sync.Mutex
+	var free []*gammaBuffers
 	err = ovr.Parallel(ctx, opt.Workers, len(gammas), func(ctx context.Context, gi int) error {
+		mu.Lock()
+		buf := &gammaBuffers{}
+		if len(free) > 0 {
+			buf, free = free[len(free)-1], free[:len(free)-1]
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			free = append(free, buf)
+			mu.Unlock()
+		}()
 		var full *kernelData
-		var sub []float64
-		var kte []float64
+		sub, kte := &buf.sub, &buf.kte
 		for fi, fd := range fds {
 			var ker *kernelData
 			var teK [][]float64
+			// The C values of a gamma run in grid order (ascending):
+			// with warm, each first round starts from the previous
+			// C's, which is feasible for the larger boxes.
+			var path []firstRound
+			if warm {
+				path = make([]firstRound, fd.classes*cfg.Restarts)
+			}
 			for ci, c := range cands {
 				if c.Gamma != gammas[gi] {
 					continue
@@ -72,13 +95,14 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 						return err
 					}
 					if full == nil {
-						if full, err = newKernelDataFrom(ccfg, data.Rows, pb, make([]float64, n*n)); err != nil {
+						buf.full = grow(buf.full, n*n)
+						if full, err = newKernelDataFrom(ccfg, data.Rows, pb, buf.full); err != nil {
 							return fmt.Errorf("misvm select: %w", err)
 						}
 					}
-					ker, teK = fd.kernel(full, ccfg, &sub, &kte)
+					ker, teK = fd.kernel(full, ccfg, sub, kte)
 				}
-				fits, err := fd.fit(ctx, c, ker)
+				fits, err := fd.fitPath(ctx, c, ker, path)
 				if err != nil {
 					return err
 				}
@@ -96,6 +120,12 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 		return nil, nil, err
 	}
 	return score, pb, nil
+}
+
+// gammaBuffers hold the kernel matrix of one gamma, a fold's sub-matrix of
+// it and the fold's held-out kernel values, for the next gamma to reuse.
+type gammaBuffers struct {
+	full, sub, kte []float64
 }
 
 // outerFold is one inner fold of cvScoresOuter: an innerFold whose rows
@@ -146,7 +176,7 @@ func (fd *outerFold) kernel(full *kernelData, cfg Config, sub, kte *[]float64) (
 	if g != full.gram {
 		*sub = g.Data()
 	}
-	ker := &kernelData{cfg: cfg, rows: fd.data.Rows, gram: g, gamma: full.gamma, scorer: full.scorer}
+	ker := &kernelData{cfg: cfg, rows: fd.data.Rows, gram: g, gamma: full.gamma, scorer: full.scorer, subBuf: new([]float64)}
 	n, m := full.gram.Len(), len(fd.rowIdx)
 	*kte = grow(*kte, len(fd.teRow)*m)
 	rows := make([][]float64, len(fd.teRow))

@@ -99,3 +99,40 @@ func TestKernelStopMatchesFullRounds(t *testing.T) {
 		})
 	}
 }
+
+// TestNearestMeanVirtualBias: the initial witness of a dense kernel fit,
+// whose rows lack the bias feature (solverRows), is the one of the rows
+// with it appended, as the linear fit keeps them, on bags with duplicated
+// instances and instances mirrored through the origin. It catches a bias
+// term of another value in the distances.
+func TestNearestMeanVirtualBias(t *testing.T) {
+	ds := multiToy(12, 60, 5)
+	for i := range ds.Bags {
+		b := &ds.Bags[i]
+		if i%3 == 0 && len(b.Instances) > 2 {
+			b.Instances[1] = slices.Clone(b.Instances[0])
+		}
+		if i%3 == 1 && len(b.Instances) > 2 {
+			for k := range b.Instances[1] {
+				b.Instances[1][k] = -b.Instances[0][k] + 1e-15
+			}
+		}
+	}
+	data, err := ovr.Prepare(ds, ovr.ScaleZScore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bias := range []bool{true, false} {
+		kcfg := Config{Kernel: KernelRBF, Bias: bias}
+		lcfg := Config{Kernel: KernelLinear, Bias: bias}
+		sk, sl := solverRows(kcfg, data, ds.Dim), solverRows(lcfg, data, ds.Dim)
+		if len(sk.x[0]) != ds.Dim || len(sl.x[0]) != ds.Dim+map[bool]int{true: 1, false: 0}[bias] {
+			t.Fatalf("bias=%v: row widths %d (kernel) and %d (linear)", bias, len(sk.x[0]), len(sl.x[0]))
+		}
+		for i, b := range data.Bags {
+			if g, w := sk.nearestMean(b), sl.nearestMean(b); g != w {
+				t.Errorf("bias=%v bag %d: witness %d, with the bias feature appended %d", bias, i, g, w)
+			}
+		}
+	}
+}
