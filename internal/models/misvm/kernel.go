@@ -232,11 +232,6 @@ type kernelLearner struct {
 	prevPos   []bool
 	// rounds counts the rounds trained.
 	rounds int
-	// path, when set (warm only), holds the first round's solution of
-	// this class and restart at the previous C of the inner CV's path
-	// (the same examples: the initialisation does not depend on C), from
-	// which the first round starts, and receives this one's.
-	path *firstRound
 	// sub holds the kernel sub-matrix of the last round whose examples
 	// were not all training rows in order (MI-SVM), reused by the next.
 	sub []float64
@@ -271,10 +266,6 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	}
 	var alpha0 []float64
 	if l.warm {
-		if l.rounds == 1 && l.path != nil && l.path.alpha != nil {
-			// The first round of the previous C on these examples.
-			l.prevAlpha, l.prevPos = l.path.alpha, l.path.pos
-		}
 		alpha0 = l.warmStart(y, bound)
 	}
 	sub := &l.sub
@@ -291,9 +282,6 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	}
 	if l.warm {
 		l.prevAlpha, l.prevPos = sol.Alpha, y
-		if l.rounds == 1 && l.path != nil {
-			l.path.alpha, l.path.pos = sol.Alpha, y
-		}
 	}
 	l.rows, l.coef, l.b = l.rows[:0], l.coef[:0], sol.Bias
 	for a, al := range sol.Alpha {
@@ -400,11 +388,4 @@ func (l *kernelLearner) warmStart(y []bool, bound []float64) []float64 {
 		}
 	}
 	return alpha
-}
-
-// firstRound is the first relabeling round's SVM of one class and restart
-// on an inner fold (see kernelLearner.path).
-type firstRound struct {
-	alpha []float64
-	pos   []bool
 }

@@ -459,11 +459,7 @@ func fitClasses(ctx context.Context, data *ovr.Data, k int, s *solver, ker *kern
 			rng := rand.New(rand.NewPCG(ovr.Seed(opt.Seed, c), uint64(r)))
 			switch {
 			case ker != nil:
-				kl := &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
-				if s.warm && s.path != nil {
-					kl.path = &s.path[c*cfg.Restarts+r]
-				}
-				ls[r] = kl
+				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
 			case s.xs != nil:
 				ls[r] = &sparseLinearLearner{s: s, rng: rng}
 			default:
@@ -508,10 +504,6 @@ type solver struct {
 	// previous round when a forced label was the only change (the former
 	// stopping rule; the reference of TestKernelStopMatchesFullRounds).
 	fullRounds bool
-	// path, when set, holds the first rounds of the previous C, one per
-	// class and restart (class·restarts + restart; see
-	// kernelLearner.path).
-	path []firstRound
 	// virtualBias: x lacks the bias feature (1) that param bias appends
 	// (dense kernels, which read x for nearestMean only).
 	virtualBias bool

@@ -394,12 +394,6 @@ func (fd *innerFold) kernelFor(c candidate, buf *kernelBuffers) (*kernelData, []
 // fit trains candidate c on the fold with ker, the kernel matrix of c's
 // gamma: what the inner Fit trains, without its kernel matrix.
 func (fd *innerFold) fit(ctx context.Context, c candidate, ker *kernelData) ([]classFit, error) {
-	return fd.fitPath(ctx, c, ker, nil)
-}
-
-// fitPath is fit whose warm-started first rounds start from path's (the
-// previous C's on this fold and kernel) and leave theirs there; nil: from 0.
-func (fd *innerFold) fitPath(ctx context.Context, c candidate, ker *kernelData, path []firstRound) ([]classFit, error) {
 	cfg, err := fd.config(c)
 	if err != nil {
 		return nil, err
@@ -410,7 +404,6 @@ func (fd *innerFold) fitPath(ctx context.Context, c candidate, ker *kernelData, 
 	kc.cfg = cfg
 	s := fd.rows.withConfig(cfg, fd.instance)
 	s.warm = fd.warm
-	s.path = path
 	fits, err := fitClasses(ctx, fd.data, fd.classes, s, &kc, models.FitOptions{Seed: fd.opt.Seed, Workers: 1})
 	if err != nil {
 		return nil, fmt.Errorf("misvm select C=%g gamma=%g: %w", c.C, c.Gamma, err)

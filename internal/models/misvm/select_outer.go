@@ -78,13 +78,6 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 		for fi, fd := range fds {
 			var ker *kernelData
 			var teK [][]float64
-			// The C values of a gamma run in grid order (ascending):
-			// with warm, each first round starts from the previous
-			// C's, which is feasible for the larger boxes.
-			var path []firstRound
-			if warm {
-				path = make([]firstRound, fd.classes*cfg.Restarts)
-			}
 			for ci, c := range cands {
 				if c.Gamma != gammas[gi] {
 					continue
@@ -102,7 +95,7 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 					}
 					ker, teK = fd.kernel(full, ccfg, sub, kte)
 				}
-				fits, err := fd.fitPath(ctx, c, ker, path)
+				fits, err := fd.fit(ctx, c, ker)
 				if err != nil {
 					return err
 				}
