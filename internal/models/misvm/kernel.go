@@ -28,6 +28,10 @@ type kernelData struct {
 	gram   *svm.Gram
 	gamma  float64
 	scorer ovr.Scorer // kernel fields only (no SV, Beta, B)
+	// subBuf, when set, is the sub-matrix buffer of every learner on
+	// this kernel instead of one each (the inner CV, whose fits on a
+	// kernel run one after another).
+	subBuf *[]float64
 }
 
 // GammaScale is the width rule used when param gamma is 0 (the default):
@@ -97,8 +101,13 @@ func newKernelDataFrom(cfg Config, rows [][]float64, base, dst []float64) (*kern
 // where every candidate used to compute its own kernel matrix; the entries
 // are the same floats either way.
 func pairBase(cfg Config, rows [][]float64) []float64 {
+	return pairBaseInto(cfg, rows, nil)
+}
+
+// pairBaseInto is pairBase writing into buf when it has the capacity.
+func pairBaseInto(cfg Config, rows [][]float64, buf []float64) []float64 {
 	n := len(rows)
-	m := make([]float64, n*n)
+	m := grow(buf, n*n)
 	var v [4]float64
 	for i := range n {
 		j := i
@@ -114,6 +123,15 @@ func pairBase(cfg Config, rows [][]float64) []float64 {
 		}
 	}
 	return m
+}
+
+// grow returns buf resliced to n entries, or a new slice when buf is too
+// short. The entries are not zeroed: every caller writes all of them.
+func grow(buf []float64, n int) []float64 {
+	if cap(buf) < n {
+		return make([]float64, n)
+	}
+	return buf[:n]
 }
 
 // baseRow writes the base of a against each of rows into dst.
@@ -212,6 +230,11 @@ type kernelLearner struct {
 	warm      bool
 	prevAlpha []float64
 	prevPos   []bool
+	// rounds counts the rounds trained.
+	rounds int
+	// sub holds the kernel sub-matrix of the last round whose examples
+	// were not all training rows in order (MI-SVM), reused by the next.
+	sub []float64
 	// The last round's SVM: f(x) = Σ_a coef_a K(x_rows[a], x) + b.
 	rows []int
 	coef []float64
@@ -219,6 +242,7 @@ type kernelLearner struct {
 }
 
 func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) float64, float64, error) {
+	l.rounds++
 	idx := make([]int, len(ex))
 	y := make([]bool, len(ex))
 	np := 0
@@ -244,7 +268,15 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	if l.warm {
 		alpha0 = l.warmStart(y, bound)
 	}
-	sol, err := svm.SolveBoundedFrom(ctx, l.k.gram.Sub(idx), y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol})
+	sub := &l.sub
+	if l.k.subBuf != nil {
+		sub = l.k.subBuf
+	}
+	g := l.k.gram.SubInto(idx, *sub)
+	if g != l.k.gram {
+		*sub = g.Data()
+	}
+	sol, err := svm.SolveBoundedFrom(ctx, g, y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol})
 	if err != nil {
 		return nil, 0, fmt.Errorf("misvm: %w", err)
 	}

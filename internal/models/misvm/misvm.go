@@ -36,10 +36,13 @@
 // and linear beyond; the kernels start from Andrews' initialisation (one
 // run) and choose C and γ by inner 3-fold cross-validation on the training
 // bags (select=cv), because the best C and γ differ from set to set (Musk1,
-// Elephant and a 4-feature toy each want another C). The inner CV shares
-// one kernel matrix per fold and γ among the C values and warm-starts the
-// relabeling rounds of its fits (select.go, cvScoresShared); the final fit
-// is the one select=none trains with the chosen C and γ.
+// Elephant and a 4-feature toy each want another C). The inner CV works on
+// the instances as the fit scales them (the scaler fitted on all training
+// instances, no label used), so that one kernel matrix per γ serves every
+// inner fold and C value, and it warm-starts the relabeling rounds of its
+// fits (select_outer.go, cvScoresOuter); the final fit is the one
+// select=none trains with the chosen C and γ, on the kernel matrix the
+// selection's pair matrix gives.
 //
 // Parameters (FitOptions.Params; unknown keys are rejected):
 //
@@ -307,12 +310,14 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 		return nil, err
 	}
 	cfg = cfg.resolve(len(data.Rows) + len(data.Sparse))
+	var pb []float64 // the dense kernels' pair matrix, if the selection computed it
 	if cfg.Select == "cv" {
 		rule := GammaScale(data.Rows)
 		if sparse {
 			rule = GammaScaleSparse(data.Sparse, train.Dim)
 		}
-		c, err := selectParams(ctx, train, data.BagIndex, opt, instance, cfg, rule)
+		var c candidate
+		c, pb, err = selectParams(ctx, train, data, opt, instance, cfg, rule)
 		if err != nil {
 			return nil, err
 		}
@@ -321,9 +326,14 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions, instanc
 	s := newSolver(cfg, data, train.Dim, instance)
 	var ker *kernelData
 	if cfg.Kernel != KernelLinear {
-		if sparse {
+		switch {
+		case sparse:
 			ker, err = newKernelDataSparse(cfg, data.Sparse, train.Dim)
-		} else {
+		case pb != nil:
+			// The selection's pair matrix of these rows: the floats
+			// newKernelData computes.
+			ker, err = newKernelDataFrom(cfg, data.Rows, pb, pb)
+		default:
 			ker, err = newKernelData(cfg, data.Rows)
 		}
 		if err != nil {
@@ -374,6 +384,13 @@ func newSolver(cfg Config, data *ovr.Data, dim int, instance bool) *solver {
 // param bias only, which the inner cross-validation builds once per fold.
 func solverRows(cfg Config, data *ovr.Data, dim int) *solver {
 	x := data.Rows
+	if cfg.Kernel != KernelLinear && data.Sparse == nil {
+		// A dense kernel fit reads its rows only for the initial
+		// witnesses (nearestMean), which take the bias feature into
+		// account without a copy of the rows carrying it; the SGD
+		// step offset is the linear SVM's.
+		return &solver{x: x, width: dim, virtualBias: cfg.Bias}
+	}
 	if cfg.Bias {
 		x = make([][]float64, len(data.Rows))
 		for i, r := range data.Rows {
@@ -483,6 +500,17 @@ type solver struct {
 	// previous round's alphas; only the inner cross-validation of
 	// select=cv sets it (see innerFold.fit).
 	warm bool
+	// fullRounds keeps training a kernel SVM on the labels of the
+	// previous round when a forced label was the only change (the former
+	// stopping rule; the reference of TestKernelStopMatchesFullRounds).
+	fullRounds bool
+	// virtualBias: x lacks the bias feature (1) that param bias appends
+	// (dense kernels, which read x for nearestMean only).
+	virtualBias bool
+	// nearest[i], when set, is nearestMean of bag i of the data (the
+	// inner cross-validation computes it once per fold for its nine
+	// candidates).
+	nearest []int
 }
 
 func dot(a, b []float64) float64 {
@@ -525,7 +553,11 @@ func (s *solver) fit(ctx context.Context, bags [][]int, pos []bool, rng *rand.Ra
 			for j := range b {
 				lab[i][j] = true
 			}
-			wit[i] = s.nearestMean(b)
+			if s.nearest != nil {
+				wit[i] = s.nearest[i]
+			} else {
+				wit[i] = s.nearestMean(b)
+			}
 		default:
 			some := false
 			for j := range b {
@@ -539,6 +571,7 @@ func (s *solver) fit(ctx context.Context, bags [][]int, pos []bool, rng *rand.Ra
 		}
 	}
 	obj := math.Inf(1)
+	var prev []bool // a positive bag's labels before a relabeling
 	for range s.cfg.Iters {
 		var ex []example
 		for i, b := range bags {
@@ -560,37 +593,59 @@ func (s *solver) fit(ctx context.Context, bags [][]int, pos []bool, rng *rand.Ra
 			return 0, err
 		}
 		obj = o
-		changed := false
+		// changed: some latent label or witness differs from this
+		// round's; forced: some positive bag had no instance scoring
+		// above 0, so its best one was made positive (mi-SVM).
+		changed, forced := false, false
 		for i, b := range bags {
 			if !pos[i] {
 				continue
 			}
 			best, bestScore := 0, math.Inf(-1)
+			some := false
+			if s.instance {
+				prev = append(prev[:0], lab[i]...)
+			}
 			for j, g := range b {
 				sc := score(g)
 				if sc > bestScore {
 					best, bestScore = j, sc
 				}
 				if s.instance {
-					l := sc > 0
-					if l != lab[i][j] {
-						lab[i][j], changed = l, true
-					}
+					lab[i][j] = sc > 0
+					some = some || lab[i][j]
 				}
 			}
 			if s.instance {
-				if !slices.Contains(lab[i], true) {
-					lab[i][best], changed = true, true
+				if !some {
+					lab[i][best], forced = true, true
 				}
+				changed = changed || !slices.Equal(lab[i], prev)
 			} else if best != wit[i] {
 				wit[i], changed = best, true
 			}
 		}
-		if !changed {
+		if !changed && !(forced && s.roundsAfterForced(l)) {
 			break
 		}
 	}
 	return obj, nil
+}
+
+// roundsAfterForced reports whether a round whose labels equal the
+// previous round's is trained again when some positive bag's best instance
+// was forced positive (mi-SVM). The linear SGD continues from round to
+// round, so another round moves its model, and it keeps the rule it was
+// tuned with: a forced label counts as a change. A kernel SVM is a
+// function of its round's examples (SMO from 0 is deterministic), so the
+// same labels would train the same SVM again, up to the iteration cap:
+// it stops, with the model it would have ended with
+// (TestKernelStopMatchesFullRounds). The rounds it saves are most of
+// mi-SVM's at small C (a Musk1 fit at C = 10² ran all 20 rounds, the last
+// 14 of them repeating the same labels).
+func (s *solver) roundsAfterForced(l learner) bool {
+	_, kernel := l.(*kernelLearner)
+	return !kernel || s.fullRounds
 }
 
 // linearLearner is the primal SGD SVM, warm-started from round to round.
@@ -619,10 +674,17 @@ func (s *solver) nearestMean(b []int) int {
 	if s.xs != nil {
 		return s.nearestMeanSparse(b)
 	}
-	mean := make([]float64, len(s.x[0]))
+	// With virtualBias the rows lack the bias feature, which is 1: it
+	// is the last entry of the mean and of each distance, the floats the
+	// rows with it appended give (TestNearestMeanVirtualBias).
+	d0 := len(s.x[0])
+	mean := make([]float64, d0+1)
 	for _, g := range b {
 		for j, v := range s.x[g] {
 			mean[j] += v / float64(len(b))
+		}
+		if s.virtualBias {
+			mean[d0] += 1 / float64(len(b))
 		}
 	}
 	best, bestD := 0, math.Inf(1)
@@ -630,6 +692,9 @@ func (s *solver) nearestMean(b []int) int {
 		d := 0.0
 		for k, v := range s.x[g] {
 			d += (v - mean[k]) * (v - mean[k])
+		}
+		if s.virtualBias {
+			d += (1 - mean[d0]) * (1 - mean[d0])
 		}
 		if d < bestD {
 			best, bestD = j, d

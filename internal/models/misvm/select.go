@@ -41,25 +41,30 @@ type candidate struct {
 // A parameter given explicitly is not searched. rule is the width rule's
 // gamma on the scaled training instances, so that the grid's absolute
 // gammas are the ones the final fit uses.
-func selectParams(ctx context.Context, train *mil.Dataset, labeled []int, opt models.FitOptions, instance bool, cfg Config, rule float64) (candidate, error) {
+//
+// A dense rbf or poly kernel is selected with the instances scaled by the
+// selecting fit's scaler (cvScoresOuter), whose pair matrix of data's rows
+// it returns for the final fit to reuse (nil otherwise).
+func selectParams(ctx context.Context, train *mil.Dataset, data *ovr.Data, opt models.FitOptions, instance bool, cfg Config, rule float64) (candidate, []float64, error) {
+	labeled := data.BagIndex
 	cands := grid(opt, cfg, rule)
 	if len(cands) == 1 || len(labeled) < 2*selectFolds {
-		return cands[len(cands)/2], nil
+		return cands[len(cands)/2], nil, nil
 	}
 	fs, err := folds.KFold(len(labeled), selectFolds, opt.Seed, selectStream)
 	if err != nil {
-		return candidate{}, fmt.Errorf("misvm select: %w", err)
+		return candidate{}, nil, fmt.Errorf("misvm select: %w", err)
 	}
-	var score []float64
+	var score, pb []float64
 	if cfg.Kernel != KernelLinear && !train.IsSparse() {
-		score, err = cvScoresShared(ctx, train, labeled, fs, opt, instance, cfg.Kernel, cands, true)
+		score, pb, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, true)
 	} else {
 		score, err = cvScoresByFit(ctx, train, labeled, fs, opt, instance, cfg, cands)
 	}
 	if err != nil {
-		return candidate{}, err
+		return candidate{}, nil, err
 	}
-	return cands[bestCandidate(score, len(fs))], nil
+	return cands[bestCandidate(score, len(fs))], pb, nil
 }
 
 // bestCandidate returns the candidate with the highest summed held-out
@@ -194,6 +199,10 @@ func cvScoresByFit(ctx context.Context, train *mil.Dataset, labeled []int, fs []
 	return score, nil
 }
 
+// cvScoresShared was the inner CV of a dense kernel before cvScoresOuter
+// (kept for TestWarmSelectionAudit, which counts the choices that differ):
+// each inner fold scaled by its own training instances.
+//
 // cvScoresShared is cvScoresByFit for a dense rbf or poly kernel without
 // the repeated work: per inner fold the training bags are prepared (the
 // same scaler as the inner Fit's) and the gamma-free pair matrices of their
@@ -224,8 +233,14 @@ func cvScoresShared(ctx context.Context, train *mil.Dataset, labeled []int, fs [
 			gammas = append(gammas, c.Gamma)
 		}
 	}
+	// The matrices of a fold are reused by the next (the folds run one
+	// after another; the gammas of a fold may run in parallel, so each
+	// has its own): allocating them per fold and gamma was most of the
+	// inner CV's garbage.
+	var buf foldBuffers
+	kbuf := make([]kernelBuffers, len(gammas))
 	for fi, f := range fs {
-		fd, err := newInnerFold(train, labeled, f, opt, instance, kernel)
+		fd, err := newInnerFold(train, labeled, f, opt, instance, kernel, &buf)
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +254,7 @@ func cvScoresShared(ctx context.Context, train *mil.Dataset, labeled []int, fs [
 				}
 				if ker == nil {
 					var err error
-					if ker, kte, err = fd.kernelFor(c); err != nil {
+					if ker, kte, err = fd.kernelFor(c, &kbuf[gi]); err != nil {
 						return err
 					}
 				}
@@ -286,7 +301,17 @@ type innerFold struct {
 	teBag []int
 }
 
-func newInnerFold(train *mil.Dataset, labeled, f []int, opt models.FitOptions, instance bool, kernel string) (*innerFold, error) {
+// foldBuffers hold the pair matrices of an inner fold for the next one to
+// reuse, kernelBuffers the kernel values of one gamma.
+type foldBuffers struct {
+	pb, te []float64
+}
+
+type kernelBuffers struct {
+	ker, kte []float64
+}
+
+func newInnerFold(train *mil.Dataset, labeled, f []int, opt models.FitOptions, instance bool, kernel string, buf *foldBuffers) (*innerFold, error) {
 	trainIdx, testIdx := splitFold(labeled, f)
 	fd := &innerFold{opt: opt, instance: instance, kernel: kernel, classes: len(train.Classes), dim: train.Dim, testIdx: testIdx}
 	// The configuration every candidate shares (C and gamma aside).
@@ -301,14 +326,25 @@ func newInnerFold(train *mil.Dataset, labeled, f []int, opt models.FitOptions, i
 	if err := checkGramLimit(cfg, n); err != nil {
 		return nil, fmt.Errorf("misvm select: %w", err)
 	}
-	fd.pb = pairBase(cfg, fd.data.Rows)
+	fd.pb = pairBaseInto(cfg, fd.data.Rows, buf.pb)
+	buf.pb = fd.pb
 	fd.rows = solverRows(cfg, fd.data, train.Dim)
+	fd.rows.nearest = make([]int, len(fd.data.Bags))
+	for i, b := range fd.data.Bags {
+		fd.rows.nearest[i] = fd.rows.nearestMean(b)
+	}
+	nte := 0
+	for _, b := range testIdx {
+		nte += len(train.Bags[b].Instances)
+	}
+	buf.te = grow(buf.te, nte*n)
 	z := make([]float64, train.Dim)
 	for _, b := range testIdx {
 		fd.teBag = append(fd.teBag, len(fd.te))
 		for _, x := range train.Bags[b].Instances {
 			z = fd.data.Scaler.Apply(z, x)
-			row := make([]float64, n)
+			u := len(fd.te)
+			row := buf.te[u*n : (u+1)*n]
 			baseRow(cfg, z, fd.data.Rows, row)
 			fd.te = append(fd.te, row)
 		}
@@ -328,19 +364,26 @@ func (fd *innerFold) config(c candidate) (Config, error) {
 
 // kernelFor returns the kernel matrix of c's gamma over the fold's training
 // rows and the kernel values of the held-out instances against them.
-func (fd *innerFold) kernelFor(c candidate) (*kernelData, [][]float64, error) {
+// The matrices are written into buf (nil: allocated), which keeps them
+// for the next fold: they are in use until c's gamma is done on this fold.
+func (fd *innerFold) kernelFor(c candidate, buf *kernelBuffers) (*kernelData, [][]float64, error) {
 	cfg, err := fd.config(c)
 	if err != nil {
 		return nil, nil, err
 	}
+	if buf == nil {
+		buf = &kernelBuffers{}
+	}
 	n := len(fd.data.Rows)
-	ker, err := newKernelDataFrom(cfg, fd.data.Rows, fd.pb, make([]float64, n*n))
+	buf.ker = grow(buf.ker, n*n)
+	ker, err := newKernelDataFrom(cfg, fd.data.Rows, fd.pb, buf.ker)
 	if err != nil {
 		return nil, nil, fmt.Errorf("misvm select: %w", err)
 	}
+	buf.kte = grow(buf.kte, len(fd.te)*n)
 	kte := make([][]float64, len(fd.te))
 	for u, row := range fd.te {
-		kte[u] = make([]float64, n)
+		kte[u] = buf.kte[u*n : (u+1)*n]
 		for r, v := range row {
 			kte[u][r] = ker.kernel(v)
 		}

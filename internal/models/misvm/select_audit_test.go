@@ -16,11 +16,13 @@ import (
 
 // TestWarmSelectionAudit replays the inner cross-validation of every fit
 // of an evaluation run twice, with the warm-started relabeling rounds the
-// default uses (cvScoresShared warm) and with every round from 0 (the
-// scores of a Fit per candidate, TestSharedCVMatchesFit), and fails when
+// default uses (cvScoresOuter warm) and with every round from 0 (the
+// scores of a Fit per candidate, TestOuterCVMatchesFit), and fails when
 // a fit would choose another C or gamma; the final model of a fit depends
 // on its data and the chosen pair only, so equal choices mean the
-// evaluation's models, and accuracy, are unchanged. It is slow (both inner
+// evaluation's models, and accuracy, are unchanged. It also counts the fits
+// whose choice differs from the former inner CV's (cvScoresShared: each
+// inner fold scaled by its own training instances). It is slow (three inner
 // CVs of 30–50 fits), so it runs only when asked:
 //
 //	MISVM_AUDIT=DATA,FOLDS,EVAL,MODEL go test ./internal/models/misvm -run WarmSelectionAudit -v -timeout 1h
@@ -72,7 +74,7 @@ func TestWarmSelectionAudit(t *testing.T) {
 	}
 	instance := parts[3] == MiSVMName
 	ctx := context.Background()
-	same, scoresDiffer := 0, 0
+	same, scoresDiffer, moved := 0, 0, 0
 	for _, fit := range fl.Fits {
 		seed, ok := seeds[[2]int{fit.Repeat, fit.Fold}]
 		if !ok {
@@ -101,7 +103,7 @@ func TestWarmSelectionAudit(t *testing.T) {
 		var best [2]int
 		var scores [2][]float64
 		for i, warm := range []bool{false, true} {
-			if scores[i], err = cvScoresShared(ctx, train, data.BagIndex, fs, opt, instance, cfg.Kernel, cands, warm); err != nil {
+			if scores[i], _, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, warm); err != nil {
 				t.Fatal(err)
 			}
 			best[i] = bestCandidate(scores[i], len(fs))
@@ -115,7 +117,17 @@ func TestWarmSelectionAudit(t *testing.T) {
 		} else {
 			same++
 		}
-		t.Logf("repeat %d fold %d: %+v (inner fold accuracies differ: %v)", fit.Repeat, fit.Fold, cands[best[0]], differ)
+		// The choice of the former inner CV (each inner fold scaled by
+		// its own training instances, warm), for the record.
+		former, err := cvScoresShared(ctx, train, data.BagIndex, fs, opt, instance, cfg.Kernel, cands, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb := bestCandidate(former, len(fs))
+		if fb != best[1] {
+			moved++
+		}
+		t.Logf("repeat %d fold %d: %+v (inner fold accuracies differ: %v; former inner CV: %+v)", fit.Repeat, fit.Fold, cands[best[0]], differ, cands[fb])
 	}
-	t.Logf("%s %s: %d of %d fits choose the same C and gamma; %d with some inner fold accuracy changed", parts[0], parts[3], same, len(fl.Fits), scoresDiffer)
+	t.Logf("%s %s: %d of %d fits choose the same C and gamma; %d with some inner fold accuracy changed; %d choose otherwise than the former inner CV (own scaler per inner fold)", parts[0], parts[3], same, len(fl.Fits), scoresDiffer, moved)
 }

@@ -108,13 +108,13 @@ func TestSharedCVMatchesFit(t *testing.T) {
 			}
 			t.Logf("%d candidates, %d distinct fold accuracies", len(cands), len(distinct))
 			for fi, f := range fs {
-				fd, err := newInnerFold(tc.ds, data.BagIndex, f, opt, tc.instance, cfg.Kernel)
+				fd, err := newInnerFold(tc.ds, data.BagIndex, f, opt, tc.instance, cfg.Kernel, &foldBuffers{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				trainIdx, testIdx := splitFold(data.BagIndex, f)
 				for _, c := range cands {
-					ker, kte, err := fd.kernelFor(c)
+					ker, kte, err := fd.kernelFor(c, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

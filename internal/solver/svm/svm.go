@@ -188,6 +188,13 @@ func NewGram(n int, k []float64) (*Gram, error) {
 // instances in order, and copying the n² entries per round cost it a fifth
 // of its time.
 func (g *Gram) Sub(idx []int) *Gram {
+	return g.SubInto(idx, nil)
+}
+
+// SubInto is Sub writing the copy into buf when it has the capacity (a
+// buffer reused from round to round spares the allocation, and the garbage
+// collections it caused); nil or a short buf allocates.
+func (g *Gram) SubInto(idx []int, buf []float64) *Gram {
 	m := len(idx)
 	if m == g.n {
 		identity := true
@@ -201,7 +208,10 @@ func (g *Gram) Sub(idx []int) *Gram {
 			return g
 		}
 	}
-	s := &Gram{n: m, k: make([]float64, m*m)}
+	if cap(buf) < m*m {
+		buf = make([]float64, m*m)
+	}
+	s := &Gram{n: m, k: buf[:m*m]}
 	for a, i := range idx {
 		row := g.k[i*g.n:]
 		for b, j := range idx {
@@ -213,6 +223,10 @@ func (g *Gram) Sub(idx []int) *Gram {
 
 // Len is the number of examples.
 func (g *Gram) Len() int { return g.n }
+
+// Data returns the row-major entries (shared, do not modify), as NewGram
+// took them; a buffer for SubInto to reuse.
+func (g *Gram) Data() []float64 { return g.k }
 
 // At returns K_ij.
 func (g *Gram) At(i, j int) float64 { return g.k[i*g.n+j] }

@@ -84,3 +84,39 @@ func TestSolveBoundedFromRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSubIntoReusesBuffer: SubInto into a dirty buffer of enough capacity
+// writes the sub-matrix Sub copies, in that buffer (no allocation), and a
+// short buffer is replaced; the identity index set is the matrix itself.
+// It catches entries left from the buffer's last use.
+func TestSubIntoReusesBuffer(t *testing.T) {
+	X, _ := randProblem(13, 12, 3, 0.5)
+	g := RBFGram(X, 0.5)
+	buf := make([]float64, 100)
+	for i := range buf {
+		buf[i] = math.NaN()
+	}
+	for _, idx := range [][]int{{3, 1, 7, 7, 0}, {11, 2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}} {
+		want := g.Sub(idx)
+		got := g.SubInto(idx, buf)
+		if len(idx) == g.Len() {
+			if got != g {
+				t.Errorf("identity: a copy, want the matrix itself")
+			}
+			continue
+		}
+		if &got.Data()[0] != &buf[0] {
+			t.Errorf("%v: not written into the buffer", idx)
+		}
+		for a := range idx {
+			for b := range idx {
+				if got.At(a, b) != want.At(a, b) {
+					t.Fatalf("%v: entry (%d, %d) %v, Sub %v", idx, a, b, got.At(a, b), want.At(a, b))
+				}
+			}
+		}
+	}
+	if short := g.SubInto([]int{1, 2, 3}, make([]float64, 4)); len(short.Data()) != 9 {
+		t.Errorf("short buffer: %d entries", len(short.Data()))
+	}
+}

@@ -1,0 +1,151 @@
+package misvm
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/folds"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/solver/ovr"
+)
+
+// TestOuterCVMatchesFit: the inner cross-validation of a dense kernel
+// (cvScoresOuter: the selecting fit's scaled rows, one pair matrix for
+// every fold, one kernel matrix per gamma, each fold's a sub-matrix of it,
+// held-out scores from its rows) gives, without warm starts, exactly the
+// held-out accuracies of a full Fit per candidate and fold on the bags
+// already scaled by the selecting fit's scaler (scale=none), its held-out
+// bags annotated by the served model (cvScoresByFit on those bags), hence
+// the same selected C and gamma. It catches a sub-matrix or held-out row
+// taken at the wrong rows, a kernel matrix of another gamma, a C that does
+// not reach the SVM, and bags or labels of a fold mixed up.
+func TestOuterCVMatchesFit(t *testing.T) {
+	tests := []struct {
+		name     string
+		ds       *mil.Dataset
+		instance bool
+		params   models.Params
+	}{
+		{"MI-SVM rbf ring", ringToy(4, 36), false, models.Params{}},
+		{"mi-SVM rbf ring", ringToy(4, 36), true, models.Params{}},
+		{"MI-SVM poly", binaryToy(5, 30, 3), false, models.Params{"kernel": "poly", "degree": "2"}},
+		{"mi-SVM poly", binaryToy(5, 30, 3), true, models.Params{"kernel": "poly", "degree": "2"}},
+		{"mi-SVM rbf minmax", binaryToy(5, 30, 3), true, models.Params{"kernel": "rbf", "scale": "minmax"}},
+		{"mi-SVM rbf zunit, two random restarts", binaryToy(6, 30, 3), true, models.Params{"kernel": "rbf", "scale": "zunit", "restarts": "2", "init": "random"}},
+		{"MI-SVM rbf three classes", multiToy(7, 45, 4), false, models.Params{"kernel": "rbf"}},
+		{"mi-SVM rbf three classes, C given", multiToy(8, 45, 4), true, models.Params{"C": "300"}},
+		{"MI-SVM rbf gamma given, iters 3", multiToy(9, 45, 4), false, models.Params{"gamma": "0.2", "iters": "3"}},
+	}
+	ctx := context.Background()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := models.FitOptions{Seed: 3, Workers: 2, Params: tc.params}
+			cfg, err := ParseParams(tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := ovr.Prepare(tc.ds, cfg.Scale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg = cfg.resolve(len(data.Rows))
+			cands := grid(opt, cfg, GammaScale(data.Rows))
+			fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, pb, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The reference: the bags scaled by data's scaler, fitted
+			// and annotated without scaling.
+			scaled := *tc.ds
+			scaled.Bags = make([]mil.Bag, len(tc.ds.Bags))
+			for i, b := range tc.ds.Bags {
+				scaled.Bags[i] = b
+				scaled.Bags[i].Instances = make([][]float64, len(b.Instances))
+				for j, x := range b.Instances {
+					scaled.Bags[i].Instances[j] = data.Scaler.Apply(make([]float64, len(x)), x)
+				}
+			}
+			ropt := opt
+			ropt.Params = maps.Clone(tc.params)
+			ropt.Params["scale"] = "none"
+			want, err := cvScoresByFit(ctx, &scaled, data.BagIndex, fs, ropt, tc.instance, cfg, cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			distinct := map[float64]bool{}
+			for i := range want {
+				distinct[want[i]] = true
+				if got[i] != want[i] {
+					t.Errorf("candidate %v fold %d: held-out accuracy %v, reference %v", cands[i/len(fs)], i%len(fs), got[i], want[i])
+				}
+			}
+			t.Logf("%d candidates, %d distinct fold accuracies", len(cands), len(distinct))
+			if len(cands) > 1 && len(distinct) < 2 {
+				t.Errorf("every fold accuracy is %v: the case does not tell candidates apart", want[0])
+			}
+			// The pair matrix handed to the final fit is that of data's
+			// rows.
+			ref := pairBase(cfg, data.Rows)
+			for i := range ref {
+				if pb[i] != ref[i] {
+					t.Fatalf("pair matrix entry %d: %v, pairBase %v", i, pb[i], ref[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSelectedFitMatchesGivenParams: the default fit (select=cv, whose
+// final kernel matrix comes from the selection's pair matrix) is the fit
+// with the selected C and gamma given and select=none, byte for byte in
+// its served state.
+func TestSelectedFitMatchesGivenParams(t *testing.T) {
+	ctx := context.Background()
+	for _, instance := range []bool{false, true} {
+		ds := multiToy(11, 45, 4)
+		opt := models.FitOptions{Seed: 5, Workers: 1, Params: models.Params{}}
+		cfg, err := ParseParams(opt.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := ovr.Prepare(ds, cfg.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = cfg.resolve(len(data.Rows))
+		c, pb, err := selectParams(ctx, ds, data, opt, instance, cfg, GammaScale(data.Rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pb == nil {
+			t.Fatal("no pair matrix from the selection")
+		}
+		m, err := Fit(ctx, ds, opt, instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		given := models.Params{"select": "none", "C": strconv.FormatFloat(c.C, 'g', -1, 64), "gamma": strconv.FormatFloat(c.Gamma, 'g', -1, 64)}
+		w, err := Fit(ctx, ds, models.FitOptions{Seed: 5, Workers: 1, Params: given}, instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := m.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := w.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Errorf("instance=%v: the selected fit (C=%g gamma=%g) differs from the fit with them given", instance, c.C, c.Gamma)
+		}
+	}
+}
