@@ -20,8 +20,10 @@ func (m BagMessage) MarshalJSON() ([]byte, error) {
 func (m *BagMessage) AppendJSON(b []byte) ([]byte, error) {
 	n := 128 + len(m.ID) + len(m.Source) + 12*len(m.Classes) + 4*(len(m.Labels)+len(m.InstanceLabels))
 	for _, x := range m.Instances {
-		// A short decimal feature (the common case) takes about 9 bytes.
-		n += 10*len(x) + 2
+		// A short decimal feature (the common case: MSCV2's have six
+		// places) takes about 8 bytes with its comma; a longer one makes
+		// the buffer grow once.
+		n += 8*len(x) + 2
 	}
 	for _, v := range m.SparseInstances {
 		n += 16*len(v.Val) + 20
