@@ -29,8 +29,8 @@ demo:
 # format of bags and annotations (MIMLSTREAM_BENCH_WIRES=json,protobuf).
 # 20 passes of the 591 MSCV2 bags per rate (and 47,000 raw messages): at 5
 # a rate was a tenth of a second of work, and one scheduling hiccup moved
-# it by half. MIMLSTREAM_BENCH_CPUPROFILE=FILE profiles the saturating
-# passes alone.
+# it by half. MIMLSTREAM_BENCH_CPUPROFILE=FILE (relative to internal/e2e)
+# profiles the saturating passes alone.
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 20x -timeout 30m ./internal/e2e/
 
