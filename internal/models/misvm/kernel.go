@@ -232,6 +232,9 @@ type kernelLearner struct {
 	prevPos   []bool
 	// rounds counts the rounds trained.
 	rounds int
+	// boundFree: no alpha of any round's SMO reached its box
+	// (svm.Solution.BoundFree), so a larger C trains the same SVMs.
+	boundFree bool
 	// sub holds the kernel sub-matrix of the last round whose examples
 	// were not all training rows in order (MI-SVM), reused by the next.
 	sub []float64
@@ -243,6 +246,9 @@ type kernelLearner struct {
 
 func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) float64, float64, error) {
 	l.rounds++
+	if l.rounds == 1 {
+		l.boundFree = true
+	}
 	idx := make([]int, len(ex))
 	y := make([]bool, len(ex))
 	np := 0
@@ -280,6 +286,7 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	if err != nil {
 		return nil, 0, fmt.Errorf("misvm: %w", err)
 	}
+	l.boundFree = l.boundFree && sol.BoundFree
 	if l.warm {
 		l.prevAlpha, l.prevPos = sol.Alpha, y
 	}

@@ -243,6 +243,13 @@ type Solution struct {
 	Bias      float64
 	Iter      int
 	Converged bool
+	// BoundFree reports that no alpha reached its upper bound at any
+	// point of the run, the start included. Then every bound was inert:
+	// SolveBoundedFrom with the same matrix, labels, start and Params
+	// and bounds no smaller (each bound'[i] ≥ bound[i]) takes the same
+	// steps and returns the same floats (TestBoundFreeSolutionIsReused),
+	// which lets a search over C skip a larger C's solve.
+	BoundFree bool
 }
 
 // Decision returns f at training example t of the Gram matrix.
@@ -296,22 +303,24 @@ func sign(b bool) float64 {
 const tau = 1e-12
 
 // startFrom checks that alpha0 is feasible, copies it to alpha and adds
-// Q·alpha0 to grad.
-func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) error {
+// Q·alpha0 to grad; it reports whether some alpha0_i is at its bound.
+func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) (bool, error) {
 	n := g.n
 	if len(alpha0) != n {
-		return fmt.Errorf("%w: %d starting alphas for %d examples", ErrBadInput, len(alpha0), n)
+		return false, fmt.Errorf("%w: %d starting alphas for %d examples", ErrBadInput, len(alpha0), n)
 	}
 	var sum, abs float64
+	atUpper := false
 	for i, a := range alpha0 {
 		if !(a >= 0 && a <= bound[i]) {
-			return fmt.Errorf("%w: starting alpha[%d]=%v outside [0, %v]", ErrBadInput, i, a, bound[i])
+			return false, fmt.Errorf("%w: starting alpha[%d]=%v outside [0, %v]", ErrBadInput, i, a, bound[i])
 		}
+		atUpper = atUpper || a >= bound[i]
 		sum += ys[i] * a
 		abs += a
 	}
 	if math.Abs(sum) > 1e-9*max(abs, 1) {
-		return fmt.Errorf("%w: starting alphas violate Σ y·alpha = 0 (%v)", ErrBadInput, sum)
+		return false, fmt.Errorf("%w: starting alphas violate Σ y·alpha = 0 (%v)", ErrBadInput, sum)
 	}
 	copy(alpha, alpha0)
 	for s, a := range alpha0 {
@@ -323,7 +332,7 @@ func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) error {
 			grad[t] += ys[t] * row[t] * d
 		}
 	}
-	return nil
+	return atUpper, nil
 }
 
 // Solve runs SMO with second-order working-set selection on the dual of the
@@ -383,8 +392,11 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	for i := range grad {
 		grad[i] = -1
 	}
+	// atUpper: some alpha has been at its upper bound (Solution.BoundFree).
+	atUpper := false
 	if alpha0 != nil {
-		if err := startFrom(g, ys, bound, alpha0, alpha, grad); err != nil {
+		var err error
+		if atUpper, err = startFrom(g, ys, bound, alpha0, alpha, grad); err != nil {
 			return Solution{}, err
 		}
 	}
@@ -397,6 +409,38 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	upper := func(t int) bool { return alpha[t] >= bound[t] }
 	lower := func(t int) bool { return alpha[t] <= 0 }
 	bound = bound[:n]
+	// The loop works on yg_t = y_t ∇_t, which is exactly y_t times the
+	// gradient the textbook update keeps (y_t = ±1: negation commutes with
+	// rounding, so y_t·fl(∇_t + y_t·u) = fl(y_t∇_t + u)). In it both
+	// selections read the same quantity whatever the label: i maximises
+	// −yg over I_up, j's pair violation is gmax + yg over I_low. The sets
+	// are kept as penalties, 0 for a member and −∞ otherwise (upPen for
+	// I_up, lowPen for I_low), updated for the two alphas a step moves:
+	// a penalised value never wins a comparison against a member's, so
+	// the passes choose what the tests on the labels and bounds chose, in
+	// the same order, without branching on them per example.
+	yg := grad
+	for t := range yg {
+		yg[t] *= ys[t]
+	}
+	upPen, lowPen := make([]float64, n), make([]float64, n)
+	negInf := math.Inf(-1)
+	member := func(t int) {
+		up, low := !upper(t), !lower(t)
+		if ys[t] < 0 {
+			up, low = low, up
+		}
+		upPen[t], lowPen[t] = 0, 0
+		if !up {
+			upPen[t] = negInf
+		}
+		if !low {
+			lowPen[t] = negInf
+		}
+	}
+	for t := range n {
+		member(t)
+	}
 
 	// Working set selection 2 (Fan, Chen, Lin 2005): i maximises
 	// −y_t ∇_t over I_up; j minimises the second-order decrease −b²/a
@@ -405,14 +449,10 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	// update (the same comparisons in the same order as a pass of its
 	// own, so the same i), which saves one of three passes over the
 	// examples per iteration.
-	gmax, iSel := math.Inf(-1), -1
+	gmax, iSel := negInf, -1
 	for t := 0; t < n; t++ {
-		if ys[t] > 0 {
-			if !upper(t) && -grad[t] >= gmax {
-				gmax, iSel = -grad[t], t
-			}
-		} else if !lower(t) && grad[t] >= gmax {
-			gmax, iSel = grad[t], t
+		if v := upPen[t] - yg[t]; v >= gmax && upPen[t] == 0 {
+			gmax, iSel = v, t
 		}
 	}
 	sol := Solution{Alpha: alpha}
@@ -426,37 +466,37 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 			sol.Iter = iter
 			break
 		}
-		gmax2, jSel, objMin := math.Inf(-1), -1, math.Inf(1)
+		gmax2, jSel, objMin := negInf, -1, math.Inf(1)
 		if iSel >= 0 {
-			ki := g.row(iSel)
+			ki := g.row(iSel)[:n]
 			kii := ki[iSel]
+			yg, lowPen, qd := yg[:n], lowPen[:n], qd[:n]
+			// Every example's step is computed, the violators'
+			// (gd > 0) and the others' (from max(gd, 0), which is
+			// gd for a violator): a branch on gd > 0 before the
+			// division was mispredicted about as often as not, and
+			// cost more than the divisions it spared. The update
+			// tests gd > 0 after obj <= objMin, which is rarely true
+			// once a violator has been seen, so the choice is the
+			// violators' only, as before.
+			firstOrder := p.firstOrder
 			for t := 0; t < n; t++ {
-				var gd float64
-				if ys[t] > 0 {
-					if lower(t) {
-						continue
-					}
-					gmax2 = max(gmax2, grad[t])
-					gd = gmax + grad[t]
-				} else {
-					if upper(t) {
-						continue
-					}
-					gmax2 = max(gmax2, -grad[t])
-					gd = gmax - grad[t]
+				v := yg[t] + lowPen[t]
+				if v > gmax2 {
+					gmax2 = v
 				}
-				if gd > 0 {
-					quad := kii + qd[t] - 2*ki[t]
-					if quad <= 0 {
-						quad = tau
-					}
-					obj := -gd * gd / quad
-					if p.firstOrder {
-						obj = -gd
-					}
-					if obj <= objMin {
-						objMin, jSel = obj, t
-					}
+				gd := gmax + v
+				gp := max(gd, 0)
+				quad := kii + qd[t] - 2*ki[t]
+				if quad <= 0 {
+					quad = tau
+				}
+				obj := -gp * gp / quad
+				if firstOrder {
+					obj = -gp
+				}
+				if obj <= objMin && gd > 0 {
+					objMin, jSel = obj, t
 				}
 			}
 		}
@@ -472,8 +512,10 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		if quad <= 0 {
 			quad = tau
 		}
+		// −grad_i − grad_j and grad_i − grad_j of the textbook step, in
+		// yg: the same floats (y_i, y_j = ±1).
 		if ys[i] != ys[j] {
-			delta := (-grad[i] - grad[j]) / quad
+			delta := (-ys[i]*yg[i] + ys[i]*yg[j]) / quad
 			diff := alpha[i] - alpha[j]
 			alpha[i] += delta
 			alpha[j] += delta
@@ -492,7 +534,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				alpha[j], alpha[i] = Cj, Cj+diff
 			}
 		} else {
-			delta := (grad[i] - grad[j]) / quad
+			delta := (ys[i]*yg[i] - ys[j]*yg[j]) / quad
 			sum := alpha[i] + alpha[j]
 			alpha[i] -= delta
 			alpha[j] += delta
@@ -511,20 +553,24 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				alpha[i], alpha[j] = 0, sum
 			}
 		}
-		// grad_t += Q_ti Δa_i + Q_tj Δa_j with Q_ti = y_t y_i K_ti, and
-		// the next i from the updated gradient.
+		// A step that leaves both alphas below their bounds is the step
+		// any larger bounds would take: the clips above only move an
+		// alpha onto a bound, and a skipped check of a lower clip
+		// (sum > Ci) would have found an alpha above Ci instead.
+		atUpper = atUpper || alpha[i] >= Ci || alpha[j] >= Cj
+		member(i)
+		member(j)
+		// yg_t += K_ti Δa_i y_i + K_tj Δa_j y_j (grad_t += Q_ti Δa_i +
+		// Q_tj Δa_j with Q_ti = y_t y_i K_ti), and the next i from the
+		// updated gradient.
 		di, dj := (alpha[i]-oldI)*ys[i], (alpha[j]-oldJ)*ys[j]
-		ki, kj, grad, ys, alpha = ki[:n], kj[:n], grad[:n], ys[:n], alpha[:n]
-		gmax, iSel = math.Inf(-1), -1
+		ki, kj, yg, upPen := ki[:n], kj[:n], yg[:n], upPen[:n]
+		gmax, iSel = negInf, -1
 		for t := 0; t < n; t++ {
-			gt := grad[t] + ys[t]*(ki[t]*di+kj[t]*dj)
-			grad[t] = gt
-			if ys[t] > 0 {
-				if !(alpha[t] >= bound[t]) && -gt >= gmax {
-					gmax, iSel = -gt, t
-				}
-			} else if !(alpha[t] <= 0) && gt >= gmax {
-				gmax, iSel = gt, t
+			gt := yg[t] + (ki[t]*di + kj[t]*dj)
+			yg[t] = gt
+			if v := upPen[t] - gt; v >= gmax && upPen[t] == 0 {
+				gmax, iSel = v, t
 			}
 		}
 	}
@@ -535,7 +581,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	var sumFree float64
 	nFree := 0
 	for t := 0; t < n; t++ {
-		yg := ys[t] * grad[t]
+		yg := yg[t]
 		switch {
 		case upper(t):
 			if ys[t] < 0 {
@@ -559,5 +605,6 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		rho = sumFree / float64(nFree)
 	}
 	sol.Bias = -rho
+	sol.BoundFree = !atUpper
 	return sol, nil
 }
