@@ -227,7 +227,11 @@ type kernelLearner struct {
 	noObjective bool
 	// warm starts each round's SMO from the previous round's alphas
 	// (same example slot, same label; see warmStart) instead of 0.
-	warm      bool
+	warm bool
+	// shrink runs each round's SMO with shrinking (svm.Params.Shrinking),
+	// the same optimum to the tolerance, not the same floats; set with
+	// warm (the inner cross-validation).
+	shrink    bool
 	prevAlpha []float64
 	prevPos   []bool
 	// rounds counts the rounds trained.
@@ -282,7 +286,7 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	if g != l.k.gram {
 		*sub = g.Data()
 	}
-	sol, err := svm.SolveBoundedFrom(ctx, g, y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol})
+	sol, err := svm.SolveBoundedFrom(ctx, g, y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol, Shrinking: l.shrink})
 	if err != nil {
 		return nil, 0, fmt.Errorf("misvm: %w", err)
 	}

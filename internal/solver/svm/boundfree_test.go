@@ -12,8 +12,9 @@ import (
 // TestBoundFreeSolutionIsReused: when a solve reports BoundFree, the same
 // solve with bounds no smaller (scaled per example by factors in [1, 11],
 // or equal) returns the same alphas, bias, iteration count and flags, bit
-// for bit, from 0 and from a warm start, on random problems with random
-// or class-balanced boxes, an indefinite matrix and duplicated examples.
+// for bit, from 0 and from a warm start, with and without shrinking, on
+// random problems with random or class-balanced boxes, an indefinite
+// matrix and duplicated examples.
 // Solves that are not bound-free must include some whose solution moves
 // with larger bounds (the flag is not trivially set), and some whose
 // final alphas are all below their bounds though one was at its bound
@@ -74,7 +75,7 @@ func TestBoundFreeSolutionIsReused(t *testing.T) {
 					bound[i] = scale
 				}
 			}
-			p := Params{Tol: []float64{1e-3, 1e-6}[seed%2]}
+			p := Params{Tol: []float64{1e-3, 1e-6}[seed%2], Shrinking: seed%3 == 2}
 			if seed%4 == 1 && !tc.indefinite && tc.gamma > 0.1 {
 				// Bounds just above the largest alpha of the optimum
 				// without binding bounds: the optimum does not touch
