@@ -227,11 +227,18 @@ type kernelLearner struct {
 	noObjective bool
 	// warm starts each round's SMO from the previous round's alphas
 	// (same example slot, same label; see warmStart) instead of 0.
-	warm      bool
+	warm bool
+	// shrink runs each round's SMO with shrinking (svm.Params.Shrinking),
+	// the same optimum to the tolerance, not the same floats; set with
+	// warm (the inner cross-validation).
+	shrink    bool
 	prevAlpha []float64
 	prevPos   []bool
 	// rounds counts the rounds trained.
 	rounds int
+	// boundFree: no alpha of any round's SMO reached its box
+	// (svm.Solution.BoundFree), so a larger C trains the same SVMs.
+	boundFree bool
 	// sub holds the kernel sub-matrix of the last round whose examples
 	// were not all training rows in order (MI-SVM), reused by the next.
 	sub []float64
@@ -243,6 +250,9 @@ type kernelLearner struct {
 
 func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) float64, float64, error) {
 	l.rounds++
+	if l.rounds == 1 {
+		l.boundFree = true
+	}
 	idx := make([]int, len(ex))
 	y := make([]bool, len(ex))
 	np := 0
@@ -276,10 +286,11 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 	if g != l.k.gram {
 		*sub = g.Data()
 	}
-	sol, err := svm.SolveBoundedFrom(ctx, g, y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol})
+	sol, err := svm.SolveBoundedFrom(ctx, g, y, bound, alpha0, svm.Params{Tol: l.k.cfg.Tol, Shrinking: l.shrink})
 	if err != nil {
 		return nil, 0, fmt.Errorf("misvm: %w", err)
 	}
+	l.boundFree = l.boundFree && sol.BoundFree
 	if l.warm {
 		l.prevAlpha, l.prevPos = sol.Alpha, y
 	}

@@ -459,7 +459,7 @@ func fitClasses(ctx context.Context, data *ovr.Data, k int, s *solver, ker *kern
 			rng := rand.New(rand.NewPCG(ovr.Seed(opt.Seed, c), uint64(r)))
 			switch {
 			case ker != nil:
-				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm}
+				ls[r] = &kernelLearner{k: ker, noObjective: cfg.Restarts == 1, warm: s.warm, shrink: s.warm}
 			case s.xs != nil:
 				ls[r] = &sparseLinearLearner{s: s, rng: rng}
 			default:

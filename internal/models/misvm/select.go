@@ -215,7 +215,8 @@ func cvScoresByFit(ctx context.Context, train *mil.Dataset, labeled []int, fs []
 // thirds of its time computing the 27 kernel matrices and scoring the
 // held-out bags against the 27 served models.
 //
-// With warm (what select=cv uses) the SMO of each relabeling round after
+// With warm (what select=cv uses) every round's SMO shrinks
+// (svm.Params.Shrinking) and each relabeling round after
 // the first starts from the previous round's solution (kernelLearner
 // warmStart): a round then takes tens of SMO iterations instead of
 // hundreds (mi-SVM on a Musk1 fold: 43 against about 480), and its SVM is

@@ -15,8 +15,9 @@ import (
 )
 
 // TestWarmSelectionAudit replays the inner cross-validation of every fit
-// of an evaluation run twice, with the warm-started relabeling rounds the
-// default uses (cvScoresOuter warm) and with every round from 0 (the
+// of an evaluation run twice, with the warm-started relabeling rounds and
+// shrinking SMO the default uses (cvScoresOuter warm) and with every round
+// from 0 without shrinking (the
 // scores of a Fit per candidate, TestOuterCVMatchesFit), and fails when
 // a fit would choose another C or gamma; the final model of a fit depends
 // on its data and the chosen pair only, so equal choices mean the

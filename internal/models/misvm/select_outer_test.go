@@ -2,8 +2,10 @@ package misvm
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/folds"
@@ -146,6 +148,77 @@ func TestSelectedFitMatchesGivenParams(t *testing.T) {
 		}
 		if string(a) != string(b) {
 			t.Errorf("instance=%v: the selected fit (C=%g gamma=%g) differs from the fit with them given", instance, c.C, c.Gamma)
+		}
+	}
+}
+
+// TestBoundFreeReuseMatchesFit: the inner CV with the reuse of a
+// bound-free smaller C's scores (boundFree) gives exactly the scores it
+// gives when every candidate is trained, with and without warm starts, on
+// problems where the reuse happens (at least once per case). It catches a
+// reuse of a fit that reached a box (whose larger C trains another SVM)
+// and a reuse across gammas or folds.
+func TestBoundFreeReuseMatchesFit(t *testing.T) {
+	tests := []struct {
+		name     string
+		ds       *mil.Dataset
+		instance bool
+		params   models.Params
+	}{
+		{"MI-SVM rbf 20 features", binaryToy(4, 36, 20), false, models.Params{}},
+		{"mi-SVM rbf 20 features", binaryToy(4, 36, 20), true, models.Params{}},
+		{"mi-SVM rbf 8 features, C from 1", binaryToy(12, 48, 8), true, models.Params{}},
+		{"MI-SVM poly 20 features", binaryToy(5, 30, 20), false, models.Params{"kernel": "poly", "degree": "2"}},
+		{"mi-SVM rbf 40 features", binaryToy(6, 40, 40), true, models.Params{"kernel": "rbf"}},
+		{"mi-SVM rbf three classes", multiToy(8, 45, 20), true, models.Params{}},
+		{"MI-SVM rbf three classes", multiToy(7, 45, 20), false, models.Params{"kernel": "rbf"}},
+	}
+	ctx := context.Background()
+	defer func(c []float64) { selectC = c }(selectC)
+	for _, tc := range tests {
+		for _, warm := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/warm=%v", tc.name, warm), func(t *testing.T) {
+				selectC = []float64{1e2, 1e3, 1e4}
+				if strings.Contains(tc.name, "C from 1") {
+					selectC = []float64{1, 10, 1e2, 1e3, 1e4}
+				}
+				opt := models.FitOptions{Seed: 3, Workers: 2, Params: tc.params}
+				cfg, err := ParseParams(tc.params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, err := ovr.Prepare(tc.ds, cfg.Scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg = cfg.resolve(len(data.Rows))
+				cands := grid(opt, cfg, GammaScale(data.Rows))
+				fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := boundFreeSkips.Load()
+				got, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, warm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				skipped := boundFreeSkips.Load() - before
+				noBoundFreeReuse = true
+				want, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, warm)
+				noBoundFreeReuse = false
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Errorf("candidate %v fold %d: held-out accuracy %v with reuse, %v trained", cands[i/len(fs)], i%len(fs), got[i], want[i])
+					}
+				}
+				t.Logf("%d of %d candidate folds reused", skipped, len(want))
+				if skipped == 0 {
+					t.Errorf("no candidate reused: the case does not test the reuse")
+				}
+			})
 		}
 	}
 }

@@ -24,10 +24,25 @@ type Params struct {
 	// MaxIter caps SMO iterations; 0 means max(10⁷, 100n) as in LIBSVM.
 	MaxIter int `json:"max_iter,omitempty"`
 
+	// Shrinking drops from the selection passes the variables at a bound
+	// whose gradient keeps them out of any violating pair (LIBSVM's
+	// rule), and puts them all back before convergence is declared, so
+	// the optimum satisfies the tolerance on every variable. The
+	// gradient of every variable is still updated each step (no
+	// reconstruction), so only the j pass, the dearer one, shrinks. The
+	// steps differ from the unshrunk solver's, so the solution is the
+	// same optimum to the tolerance, not the same floats.
+	Shrinking bool `json:"shrinking,omitempty"`
+
 	// firstOrder selects j by the maximal violation alone (the maximal
 	// violating pair of Keerthi et al.), for the benchmark that measures
 	// what second-order selection buys.
 	firstOrder bool
+	// onShrink, for tests, is called after each shrinking with the
+	// number of active variables, and with atConvergence set when the
+	// active variables had converged but the check over all of them,
+	// after putting the shrunk ones back, found a violation.
+	onShrink func(active int, atConvergence bool)
 }
 
 func (p Params) validate() error {
@@ -243,6 +258,13 @@ type Solution struct {
 	Bias      float64
 	Iter      int
 	Converged bool
+	// BoundFree reports that no alpha reached its upper bound at any
+	// point of the run, the start included. Then every bound was inert:
+	// SolveBoundedFrom with the same matrix, labels, start and Params
+	// and bounds no smaller (each bound'[i] ≥ bound[i]) takes the same
+	// steps and returns the same floats (TestBoundFreeSolutionIsReused),
+	// which lets a search over C skip a larger C's solve.
+	BoundFree bool
 }
 
 // Decision returns f at training example t of the Gram matrix.
@@ -296,22 +318,24 @@ func sign(b bool) float64 {
 const tau = 1e-12
 
 // startFrom checks that alpha0 is feasible, copies it to alpha and adds
-// Q·alpha0 to grad.
-func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) error {
+// Q·alpha0 to grad; it reports whether some alpha0_i is at its bound.
+func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) (bool, error) {
 	n := g.n
 	if len(alpha0) != n {
-		return fmt.Errorf("%w: %d starting alphas for %d examples", ErrBadInput, len(alpha0), n)
+		return false, fmt.Errorf("%w: %d starting alphas for %d examples", ErrBadInput, len(alpha0), n)
 	}
 	var sum, abs float64
+	atUpper := false
 	for i, a := range alpha0 {
 		if !(a >= 0 && a <= bound[i]) {
-			return fmt.Errorf("%w: starting alpha[%d]=%v outside [0, %v]", ErrBadInput, i, a, bound[i])
+			return false, fmt.Errorf("%w: starting alpha[%d]=%v outside [0, %v]", ErrBadInput, i, a, bound[i])
 		}
+		atUpper = atUpper || a >= bound[i]
 		sum += ys[i] * a
 		abs += a
 	}
 	if math.Abs(sum) > 1e-9*max(abs, 1) {
-		return fmt.Errorf("%w: starting alphas violate Σ y·alpha = 0 (%v)", ErrBadInput, sum)
+		return false, fmt.Errorf("%w: starting alphas violate Σ y·alpha = 0 (%v)", ErrBadInput, sum)
 	}
 	copy(alpha, alpha0)
 	for s, a := range alpha0 {
@@ -323,7 +347,53 @@ func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) error {
 			grad[t] += ys[t] * row[t] * d
 		}
 	}
-	return nil
+	return atUpper, nil
+}
+
+// shrinkEvery is the number of steps between two shrinkings (LIBSVM:
+// min(n, 1000); the misvm problems take a few hundred steps on a few
+// hundred variables, so LIBSVM's period would rarely shrink at all).
+const shrinkEvery = 50
+
+// shrinkActive removes from act the variables that cannot be part of a
+// violating pair (LIBSVM's be_shrunk, in y·∇ terms): one in I_up only
+// whose −yg lies below every I_low value's −yg (yg > max over I_low of
+// yg), or one in I_low only whose −yg lies above gmax, the maximum over
+// I_up. The maxima are those of the active variables, as in LIBSVM. The
+// first time the violation gmax + gmax2 is within 10·eps, every variable
+// is put back first (unshrink; relaxed becomes true), since the early
+// shrinking used gradients far from the optimum's. A shrunk variable's
+// upSel entry becomes −∞.
+func shrinkActive(act []int, yg, upPen, lowPen, upSel []float64, gmax, eps float64, relaxed bool, unshrink func()) ([]int, bool) {
+	gmax2 := math.Inf(-1)
+	for _, t := range act {
+		if v := yg[t] + lowPen[t]; v > gmax2 {
+			gmax2 = v
+		}
+	}
+	if !relaxed && gmax+gmax2 <= 10*eps {
+		relaxed = true
+		unshrink()
+		act = act[:len(yg)]
+		gmax2 = math.Inf(-1)
+		for _, t := range act {
+			if v := yg[t] + lowPen[t]; v > gmax2 {
+				gmax2 = v
+			}
+		}
+	}
+	k := 0
+	for _, t := range act {
+		upOnly := upPen[t] == 0 && lowPen[t] != 0
+		lowOnly := lowPen[t] == 0 && upPen[t] != 0
+		if (upOnly && yg[t] > gmax2) || (lowOnly && -yg[t] > gmax) {
+			upSel[t] = math.Inf(-1)
+			continue
+		}
+		act[k] = t
+		k++
+	}
+	return act[:k], relaxed
 }
 
 // Solve runs SMO with second-order working-set selection on the dual of the
@@ -383,8 +453,11 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	for i := range grad {
 		grad[i] = -1
 	}
+	// atUpper: some alpha has been at its upper bound (Solution.BoundFree).
+	atUpper := false
 	if alpha0 != nil {
-		if err := startFrom(g, ys, bound, alpha0, alpha, grad); err != nil {
+		var err error
+		if atUpper, err = startFrom(g, ys, bound, alpha0, alpha, grad); err != nil {
 			return Solution{}, err
 		}
 	}
@@ -397,6 +470,78 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	upper := func(t int) bool { return alpha[t] >= bound[t] }
 	lower := func(t int) bool { return alpha[t] <= 0 }
 	bound = bound[:n]
+	// The loop works on yg_t = y_t ∇_t, which is exactly y_t times the
+	// gradient the textbook update keeps (y_t = ±1: negation commutes with
+	// rounding, so y_t·fl(∇_t + y_t·u) = fl(y_t∇_t + u)). In it both
+	// selections read the same quantity whatever the label: i maximises
+	// −yg over I_up, j's pair violation is gmax + yg over I_low. The sets
+	// are kept as penalties, 0 for a member and −∞ otherwise (upPen for
+	// I_up, lowPen for I_low), updated for the two alphas a step moves:
+	// a penalised value never wins a comparison against a member's, so
+	// the passes choose what the tests on the labels and bounds chose, in
+	// the same order, without branching on them per example.
+	yg := grad
+	for t := range yg {
+		yg[t] *= ys[t]
+	}
+	upPen, lowPen := make([]float64, n), make([]float64, n)
+	negInf := math.Inf(-1)
+	member := func(t int) {
+		up, low := !upper(t), !lower(t)
+		if ys[t] < 0 {
+			up, low = low, up
+		}
+		upPen[t], lowPen[t] = 0, 0
+		if !up {
+			upPen[t] = negInf
+		}
+		if !low {
+			lowPen[t] = negInf
+		}
+	}
+	for t := range n {
+		member(t)
+	}
+	// With shrinking, act lists the active variables in index order (the
+	// j pass walks it), upSel is upPen with −∞ for a shrunk variable (the
+	// i search of the update pass reads it), shrinkIn counts the steps to
+	// the next shrinking and relaxed records that the variables shrunk
+	// early were put back once the violation came near the tolerance.
+	upSel := upPen
+	var act []int
+	shrinkIn, relaxed, reopened := 0, false, false
+	if p.Shrinking {
+		upSel = make([]float64, n)
+		copy(upSel, upPen)
+		act = make([]int, n)
+		for t := range act {
+			act[t] = t
+		}
+		shrinkIn = min(n, shrinkEvery)
+	}
+	unshrink := func() {
+		act = act[:n]
+		for t := range act {
+			act[t] = t
+		}
+		copy(upSel, upPen)
+	}
+	if p.Shrinking {
+		member = func(t int) {
+			up, low := !upper(t), !lower(t)
+			if ys[t] < 0 {
+				up, low = low, up
+			}
+			upPen[t], lowPen[t] = 0, 0
+			if !up {
+				upPen[t] = negInf
+			}
+			if !low {
+				lowPen[t] = negInf
+			}
+			upSel[t] = upPen[t] // t is active: it was just selected
+		}
+	}
 
 	// Working set selection 2 (Fan, Chen, Lin 2005): i maximises
 	// −y_t ∇_t over I_up; j minimises the second-order decrease −b²/a
@@ -405,14 +550,10 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	// update (the same comparisons in the same order as a pass of its
 	// own, so the same i), which saves one of three passes over the
 	// examples per iteration.
-	gmax, iSel := math.Inf(-1), -1
+	gmax, iSel := negInf, -1
 	for t := 0; t < n; t++ {
-		if ys[t] > 0 {
-			if !upper(t) && -grad[t] >= gmax {
-				gmax, iSel = -grad[t], t
-			}
-		} else if !lower(t) && grad[t] >= gmax {
-			gmax, iSel = grad[t], t
+		if v := upPen[t] - yg[t]; v >= gmax && upPen[t] == 0 {
+			gmax, iSel = v, t
 		}
 	}
 	sol := Solution{Alpha: alpha}
@@ -426,41 +567,127 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 			sol.Iter = iter
 			break
 		}
-		gmax2, jSel, objMin := math.Inf(-1), -1, math.Inf(1)
-		if iSel >= 0 {
-			ki := g.row(iSel)
-			kii := ki[iSel]
-			for t := 0; t < n; t++ {
-				var gd float64
-				if ys[t] > 0 {
-					if lower(t) {
-						continue
-					}
-					gmax2 = max(gmax2, grad[t])
-					gd = gmax + grad[t]
-				} else {
-					if upper(t) {
-						continue
-					}
-					gmax2 = max(gmax2, -grad[t])
-					gd = gmax - grad[t]
-				}
-				if gd > 0 {
-					quad := kii + qd[t] - 2*ki[t]
-					if quad <= 0 {
-						quad = tau
-					}
-					obj := -gd * gd / quad
-					if p.firstOrder {
-						obj = -gd
-					}
-					if obj <= objMin {
-						objMin, jSel = obj, t
-					}
+		if p.Shrinking {
+			if shrinkIn--; shrinkIn <= 0 {
+				shrinkIn = min(n, shrinkEvery)
+				act, relaxed = shrinkActive(act, yg, upPen, lowPen, upSel, gmax, eps, relaxed, unshrink)
+				if p.onShrink != nil {
+					p.onShrink(len(act), false)
 				}
 			}
 		}
-		if iSel < 0 || jSel < 0 || gmax+gmax2 < eps {
+		gmax2, jSel, objMin := negInf, -1, math.Inf(1)
+		if iSel >= 0 && p.Shrinking && len(act) < n {
+			ki := g.row(iSel)[:n]
+			kii := ki[iSel]
+			yg, lowPen, qd := yg[:n], lowPen[:n], qd[:n]
+			firstOrder := p.firstOrder
+			// thr spares the division for an example that cannot
+			// reach objMin: −gp²/quad ≤ objMin needs gp² ≥
+			// −objMin·quad up to the rounding of the division and of
+			// the product, so gp² < thr·quad, thr = −objMin·(1 − 10⁻¹²),
+			// rules out what the exact test would reject, nothing
+			// more (before a violator is seen thr is −∞). Few
+			// examples pass it once objMin has a violator's value:
+			// the division, which bounded the pass, is made for
+			// those only, and the choice is the same.
+			thr := math.Inf(-1)
+			for _, t := range act {
+				v := yg[t] + lowPen[t]
+				if v > gmax2 {
+					gmax2 = v
+				}
+				gd := gmax + v
+				gp := max(gd, 0)
+				quad := kii + qd[t] - 2*ki[t]
+				if quad <= 0 {
+					quad = tau
+				}
+				if gp*gp < thr*quad && !firstOrder {
+					continue
+				}
+				obj := -gp * gp / quad
+				if firstOrder {
+					obj = -gp
+				}
+				if obj <= objMin && gd > 0 {
+					objMin, jSel = obj, t
+					thr = -objMin * (1 - 1e-12)
+				}
+			}
+		} else if iSel >= 0 {
+			ki := g.row(iSel)[:n]
+			kii := ki[iSel]
+			yg, lowPen, qd := yg[:n], lowPen[:n], qd[:n]
+			// Every example's step is computed, the violators'
+			// (gd > 0) and the others' (from max(gd, 0), which is
+			// gd for a violator): a branch on gd > 0 before the
+			// division was mispredicted about as often as not, and
+			// cost more than the divisions it spared. The update
+			// tests gd > 0 after obj <= objMin, which is rarely true
+			// once a violator has been seen, so the choice is the
+			// violators' only, as before.
+			firstOrder := p.firstOrder
+			// thr spares the division for an example that cannot
+			// reach objMin: −gp²/quad ≤ objMin needs gp² ≥
+			// −objMin·quad up to the rounding of the division and of
+			// the product, so gp² < thr·quad, thr = −objMin·(1 − 10⁻¹²),
+			// rules out what the exact test would reject, nothing
+			// more (before a violator is seen thr is −∞). Few
+			// examples pass it once objMin has a violator's value:
+			// the division, which bounded the pass, is made for
+			// those only, and the choice is the same.
+			thr := math.Inf(-1)
+			for t := 0; t < n; t++ {
+				v := yg[t] + lowPen[t]
+				if v > gmax2 {
+					gmax2 = v
+				}
+				gd := gmax + v
+				gp := max(gd, 0)
+				quad := kii + qd[t] - 2*ki[t]
+				if quad <= 0 {
+					quad = tau
+				}
+				if gp*gp < thr*quad && !firstOrder {
+					continue
+				}
+				obj := -gp * gp / quad
+				if firstOrder {
+					obj = -gp
+				}
+				if obj <= objMin && gd > 0 {
+					objMin, jSel = obj, t
+					thr = -objMin * (1 - 1e-12)
+				}
+			}
+		}
+		converged := iSel < 0 || jSel < 0 || gmax+gmax2 < eps
+		if reopened {
+			reopened = false
+			if !converged && p.onShrink != nil {
+				p.onShrink(n, true)
+			}
+		}
+		if converged {
+			if p.Shrinking && len(act) < n {
+				// Converged on the active variables: put the
+				// shrunk ones back, search i over all of them, and
+				// redo this iteration's j pass over all; shrink
+				// again after the next step.
+				unshrink()
+				gmax, iSel = negInf, -1
+				for t := 0; t < n; t++ {
+					if v := upPen[t] - yg[t]; v >= gmax && upPen[t] == 0 {
+						gmax, iSel = v, t
+					}
+				}
+				// (2: the re-run of this iteration, which
+				// decrements it too, must not shrink.)
+				shrinkIn, reopened = 2, true
+				iter--
+				continue
+			}
 			sol.Iter, sol.Converged = iter, true
 			break
 		}
@@ -472,8 +699,10 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		if quad <= 0 {
 			quad = tau
 		}
+		// −grad_i − grad_j and grad_i − grad_j of the textbook step, in
+		// yg: the same floats (y_i, y_j = ±1).
 		if ys[i] != ys[j] {
-			delta := (-grad[i] - grad[j]) / quad
+			delta := (-ys[i]*yg[i] + ys[i]*yg[j]) / quad
 			diff := alpha[i] - alpha[j]
 			alpha[i] += delta
 			alpha[j] += delta
@@ -492,7 +721,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				alpha[j], alpha[i] = Cj, Cj+diff
 			}
 		} else {
-			delta := (grad[i] - grad[j]) / quad
+			delta := (ys[i]*yg[i] - ys[j]*yg[j]) / quad
 			sum := alpha[i] + alpha[j]
 			alpha[i] -= delta
 			alpha[j] += delta
@@ -511,20 +740,24 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				alpha[i], alpha[j] = 0, sum
 			}
 		}
-		// grad_t += Q_ti Δa_i + Q_tj Δa_j with Q_ti = y_t y_i K_ti, and
-		// the next i from the updated gradient.
+		// A step that leaves both alphas below their bounds is the step
+		// any larger bounds would take: the clips above only move an
+		// alpha onto a bound, and a skipped check of a lower clip
+		// (sum > Ci) would have found an alpha above Ci instead.
+		atUpper = atUpper || alpha[i] >= Ci || alpha[j] >= Cj
+		member(i)
+		member(j)
+		// yg_t += K_ti Δa_i y_i + K_tj Δa_j y_j (grad_t += Q_ti Δa_i +
+		// Q_tj Δa_j with Q_ti = y_t y_i K_ti), and the next i from the
+		// updated gradient.
 		di, dj := (alpha[i]-oldI)*ys[i], (alpha[j]-oldJ)*ys[j]
-		ki, kj, grad, ys, alpha = ki[:n], kj[:n], grad[:n], ys[:n], alpha[:n]
-		gmax, iSel = math.Inf(-1), -1
+		ki, kj, yg, upSel := ki[:n], kj[:n], yg[:n], upSel[:n]
+		gmax, iSel = negInf, -1
 		for t := 0; t < n; t++ {
-			gt := grad[t] + ys[t]*(ki[t]*di+kj[t]*dj)
-			grad[t] = gt
-			if ys[t] > 0 {
-				if !(alpha[t] >= bound[t]) && -gt >= gmax {
-					gmax, iSel = -gt, t
-				}
-			} else if !(alpha[t] <= 0) && gt >= gmax {
-				gmax, iSel = gt, t
+			gt := yg[t] + (ki[t]*di + kj[t]*dj)
+			yg[t] = gt
+			if v := upSel[t] - gt; v >= gmax && upSel[t] == 0 {
+				gmax, iSel = v, t
 			}
 		}
 	}
@@ -535,7 +768,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	var sumFree float64
 	nFree := 0
 	for t := 0; t < n; t++ {
-		yg := ys[t] * grad[t]
+		yg := yg[t]
 		switch {
 		case upper(t):
 			if ys[t] < 0 {
@@ -559,5 +792,6 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		rho = sumFree / float64(nFree)
 	}
 	sol.Bias = -rho
+	sol.BoundFree = !atUpper
 	return sol, nil
 }
