@@ -578,19 +578,14 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		}
 		gmax2, jSel, objMin := negInf, -1, math.Inf(1)
 		if iSel >= 0 && p.Shrinking && len(act) < n {
+			// The j pass below over the active variables only. It is
+			// written twice because walking an index list where all
+			// variables are active cost the unshrunk solver 8–11%
+			// (BenchmarkSolve, benchstat, 6 runs).
 			ki := g.row(iSel)[:n]
 			kii := ki[iSel]
 			yg, lowPen, qd := yg[:n], lowPen[:n], qd[:n]
 			firstOrder := p.firstOrder
-			// thr spares the division for an example that cannot
-			// reach objMin: −gp²/quad ≤ objMin needs gp² ≥
-			// −objMin·quad up to the rounding of the division and of
-			// the product, so gp² < thr·quad, thr = −objMin·(1 − 10⁻¹²),
-			// rules out what the exact test would reject, nothing
-			// more (before a violator is seen thr is −∞). Few
-			// examples pass it once objMin has a violator's value:
-			// the division, which bounded the pass, is made for
-			// those only, and the choice is the same.
 			thr := math.Inf(-1)
 			for _, t := range act {
 				v := yg[t] + lowPen[t]
