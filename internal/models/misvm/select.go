@@ -57,7 +57,7 @@ func selectParams(ctx context.Context, train *mil.Dataset, data *ovr.Data, opt m
 	}
 	var score, pb []float64
 	if cfg.Kernel != KernelLinear && !train.IsSparse() {
-		score, pb, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, true)
+		score, pb, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, outerCV{warm: true})
 	} else {
 		score, err = cvScoresByFit(ctx, train, labeled, fs, opt, instance, cfg, cands)
 	}

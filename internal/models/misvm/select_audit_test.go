@@ -104,7 +104,7 @@ func TestWarmSelectionAudit(t *testing.T) {
 		var best [2]int
 		var scores [2][]float64
 		for i, warm := range []bool{false, true} {
-			if scores[i], _, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, warm); err != nil {
+			if scores[i], _, err = cvScoresOuter(ctx, train, data, fs, opt, instance, cfg.Kernel, cands, outerCV{warm: warm}); err != nil {
 				t.Fatal(err)
 			}
 			best[i] = bestCandidate(scores[i], len(fs))

@@ -31,9 +31,9 @@ import (
 // a third of the default's CPU). The scores are those of a Fit per
 // candidate on the fold's bags already scaled by data's scaler
 // (scale=none), annotated by the served model: equal, not close, without
-// warm (TestOuterCVMatchesFit). Warm starts the relabeling rounds as in
+// warm (TestOuterCVMatchesFit). o.warm starts the relabeling rounds as in
 // cvScoresShared.
-func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [][]int, opt models.FitOptions, instance bool, kernel string, cands []candidate, warm bool) ([]float64, []float64, error) {
+func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [][]int, opt models.FitOptions, instance bool, kernel string, cands []candidate, o outerCV) ([]float64, []float64, error) {
 	k := len(fs)
 	score := make([]float64, len(cands)*k)
 	var gammas []float64
@@ -55,7 +55,7 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 	fds := make([]*outerFold, k)
 	for fi, f := range fs {
 		fds[fi] = newOuterFold(data, f, opt, instance, kernel, len(train.Classes), train.Dim, cfg)
-		fds[fi].warm = warm
+		fds[fi].warm = o.warm
 	}
 	// The matrices of a gamma are reused by the next one (the gammas run
 	// one after another unless opt.Workers > 1): the garbage they were
@@ -87,9 +87,11 @@ func cvScoresOuter(ctx context.Context, train *mil.Dataset, data *ovr.Data, fs [
 				if c.Gamma != gammas[gi] {
 					continue
 				}
-				if free && c.C >= freeC && !noBoundFreeReuse {
+				if free && c.C >= freeC && !o.noReuse {
 					score[ci*k+fi] = score[freeCi*k+fi]
-					boundFreeSkips.Add(1)
+					if o.reused != nil {
+						o.reused.Add(1)
+					}
 					continue
 				}
 				if ker == nil {
@@ -148,12 +150,17 @@ func boundFree(fits []classFit) bool {
 	return true
 }
 
-// noBoundFreeReuse turns the reuse off, and boundFreeSkips counts the
-// candidates it spared: for TestBoundFreeReuseMatchesFit.
-var (
-	noBoundFreeReuse bool
-	boundFreeSkips   atomic.Int64
-)
+// outerCV is how cvScoresOuter runs: warm (warm-started relabeling rounds
+// and shrinking, the default's inner CV) or from 0 (the reference the
+// audits compare with); noReuse trains every candidate, even a larger C
+// that a bound-free smaller C answers, and reused, if not nil, counts the
+// candidate folds the reuse spared (both for
+// TestBoundFreeReuseMatchesFit).
+type outerCV struct {
+	warm    bool
+	noReuse bool
+	reused  *atomic.Int64
+}
 
 // restarts is the inner fit's number of restarts for candidate c.
 func (fd *outerFold) restarts(c candidate) int {

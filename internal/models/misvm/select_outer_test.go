@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/folds"
@@ -59,7 +60,7 @@ func TestOuterCVMatchesFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, pb, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, false)
+			got, pb, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, outerCV{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,14 +175,9 @@ func TestBoundFreeReuseMatchesFit(t *testing.T) {
 		{"MI-SVM rbf three classes", multiToy(7, 45, 20), false, models.Params{"kernel": "rbf"}},
 	}
 	ctx := context.Background()
-	defer func(c []float64) { selectC = c }(selectC)
 	for _, tc := range tests {
 		for _, warm := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/warm=%v", tc.name, warm), func(t *testing.T) {
-				selectC = []float64{1e2, 1e3, 1e4}
-				if strings.Contains(tc.name, "C from 1") {
-					selectC = []float64{1, 10, 1e2, 1e3, 1e4}
-				}
 				opt := models.FitOptions{Seed: 3, Workers: 2, Params: tc.params}
 				cfg, err := ParseParams(tc.params)
 				if err != nil {
@@ -193,19 +189,30 @@ func TestBoundFreeReuseMatchesFit(t *testing.T) {
 				}
 				cfg = cfg.resolve(len(data.Rows))
 				cands := grid(opt, cfg, GammaScale(data.Rows))
+				if strings.Contains(tc.name, "C from 1") {
+					// The grid's gammas, each with C from 1 (gamma outer,
+					// C inner, as grid orders them).
+					var wide []candidate
+					for _, c := range cands {
+						if c.C == cands[0].C {
+							for _, cc := range []float64{1, 10, 1e2, 1e3, 1e4} {
+								wide = append(wide, candidate{C: cc, Gamma: c.Gamma})
+							}
+						}
+					}
+					cands = wide
+				}
 				fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
 				if err != nil {
 					t.Fatal(err)
 				}
-				before := boundFreeSkips.Load()
-				got, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, warm)
+				var reused atomic.Int64
+				got, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, outerCV{warm: warm, reused: &reused})
 				if err != nil {
 					t.Fatal(err)
 				}
-				skipped := boundFreeSkips.Load() - before
-				noBoundFreeReuse = true
-				want, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, warm)
-				noBoundFreeReuse = false
+				skipped := reused.Load()
+				want, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, outerCV{warm: warm, noReuse: true})
 				if err != nil {
 					t.Fatal(err)
 				}
