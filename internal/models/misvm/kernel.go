@@ -134,19 +134,6 @@ func grow(buf []float64, n int) []float64 {
 	return buf[:n]
 }
 
-// baseRow writes the base of a against each of rows into dst.
-func baseRow(cfg Config, a []float64, rows [][]float64, dst []float64) {
-	var v [4]float64
-	j := 0
-	for ; j+4 <= len(rows); j += 4 {
-		base4(cfg, a, rows[j:j+4], &v)
-		copy(dst[j:j+4], v[:])
-	}
-	for ; j < len(rows); j++ {
-		dst[j] = base(cfg, a, rows[j])
-	}
-}
-
 // base is the gamma-free part of the kernel between a and b (pairBase).
 // ‖a − b‖² and ‖b − a‖² are the same float: a − b rounds to the negation
 // of b − a.
