@@ -464,35 +464,6 @@ func minHausdorffBelow(a, b [][]float64, bound float64) float64 {
 	return best
 }
 
-// maxHausdorffBelow is the maximal Hausdorff distance (squared)
-// max(h(a,b), h(b,a)), h(a,b) = max over x in a of min over y in b of
-// ‖x − y‖², when below bound, and some value >= bound otherwise.
-//
-// The inner minimum takes full distances, not distances abandoned at the
-// running minimum: a distance is abandoned only once its partial sum
-// reaches the minimum, and the full sum is no smaller (squares are
-// non-negative and rounding is monotone), so the minimum is the same value
-// either way, and over the few coordinates of a learned projection the
-// branch per coordinate cost more than the coordinates it saved.
-func maxHausdorffBelow(a, b [][]float64, bound float64) float64 {
-	h := 0.0
-	for _, pair := range [2][2][][]float64{{a, b}, {b, a}} {
-		for _, x := range pair[0] {
-			m := math.Inf(1)
-			for _, y := range pair[1] {
-				// Below h this x cannot raise the maximum: stop early.
-				if m = min(m, sqDist(x, y)); m <= h {
-					break
-				}
-			}
-			if h = max(h, m); h >= bound {
-				return h
-			}
-		}
-	}
-	return h
-}
-
 // maxHausdorffFrom is maxHausdorffBelow with the instance a[first] of a
 // taken before the others; it also reports which instance of a made the
 // distance reach bound (-1: none did, or it was one of b's). A scan that
