@@ -501,7 +501,7 @@ func (d *bagDecoder) number64(k, j int, what string, depth int) error {
 		if err != nil {
 			return err
 		}
-		f := parseFloat(lit)
+		f := slowFloat(lit)
 		if math.IsInf(f, 0) && d.nonFinite == nil {
 			d.nonFinite = fmt.Errorf("instance %d %s %d = %s: %w", k, what, j, lit, mil.ErrNonFinite)
 		}
@@ -737,57 +737,17 @@ func (d *bagDecoder) integer(name string, min, depth int) (int, error) {
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// parseFloat converts a number literal of the JSON grammar as
-// strconv.ParseFloat does, bit for bit, without its generality for the
-// common case: at most 15 significant digits and at most 22 decimal
-// places, as json.Marshal writes features. The digits then form an integer
-// below 2^53 and the power of ten is exact, so one division, correctly
-// rounded, gives the correctly rounded value (Clinger's fast path, the
-// first that strconv tries too). Anything else goes to strconv.
-func parseFloat(lit string) float64 {
-	i, neg := 0, lit[0] == '-'
-	if neg {
-		i++
-	}
-	var mant uint64
-	digits, scale := 0, 0
-	for ; i < len(lit); i++ {
-		c := lit[i]
-		switch {
-		case isDigit(c):
-			mant = mant*10 + uint64(c-'0')
-			if mant != 0 {
-				digits++
-			}
-			if scale > 0 {
-				scale++
-			}
-		case c == '.':
-			scale = 1
-		default: // an exponent
-			return slowFloat(lit)
-		}
-	}
-	if digits > 15 || scale > len(pow10) {
-		return slowFloat(lit)
-	}
-	f := float64(mant)
-	if scale > 1 {
-		f /= pow10[scale-1]
-	}
-	if neg {
-		f = -f
-	}
-	return f
-}
-
-// shortNumber reads, at d.i, a number that parseFloat converts on its fast
-// path (no exponent, at most 15 significant digits, at most 22 decimals)
-// in one pass, scanning and converting together: the features of a bag are
-// most of its bytes, and reading each twice (number, then parseFloat) was
-// a third of the decoding. It returns false, leaving d.i, for anything
-// else; number and parseFloat then decide. It stops where number stops
-// (TestShortNumberMatchesNumber holds it to both).
+// shortNumber reads, at d.i, a number literal with no exponent, at most 15
+// significant digits and at most 22 decimals (as json.Marshal writes
+// features), and converts it as strconv.ParseFloat does, bit for bit,
+// without its generality: the digits form an integer below 2^53 and the
+// power of ten is exact, so one division, correctly rounded, gives the
+// correctly rounded value (Clinger's fast path, the first that strconv
+// tries too). It scans and converts in one pass: the features of a bag are
+// most of its bytes, and reading each twice (scanning, then converting)
+// was a third of the decoding. It returns false, leaving d.i, for anything
+// else; number and strconv then decide. It stops where number stops
+// (TestShortNumberMatchesNumber holds it to number and strconv).
 func (d *bagDecoder) shortNumber() (float64, bool) {
 	s, i := d.s, d.i
 	neg := i < len(s) && s[i] == '-'

@@ -7,15 +7,18 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// TestParseFloatMatchesStrconv: the fast conversion of features must give
-// strconv.ParseFloat's value bit for bit, on and off its fast path (digits
-// and decimals at the limits, exponents, negative zero, subnormals,
-// overflow). Catches a value rounded differently, a lost sign, a literal
-// taken by the fast path it cannot convert exactly.
-func TestParseFloatMatchesStrconv(t *testing.T) {
+// TestShortNumberMatchesStrconv: the fast conversion of features gives
+// strconv.ParseFloat's value bit for bit wherever it takes a whole literal
+// (digits and decimals at the limits, negative zero, subnormal-looking
+// decimals), and takes every literal of at most 15 significant digits and
+// 22 decimals without an exponent. Catches a value rounded differently, a
+// lost sign, a literal taken that it cannot convert exactly, or a fast
+// path that declines what it should take.
+func TestShortNumberMatchesStrconv(t *testing.T) {
 	lits := []string{"0", "-0", "1", "-1", "0.5", "-0.0", "0.000", "123456789012345", "1234567890123456", "999999999999999",
 		"9007199254740993", "0.1", "0.3", "1.000000000000001", "0.0000000000000000000001", "0.00000000000000000000001",
 		"0.000000000000000000000123", "1e5", "1E-5", "1.5e+300", "1e999", "-1e999", "1e-400", "4.9e-324", "5e-324",
@@ -33,15 +36,33 @@ func TestParseFloatMatchesStrconv(t *testing.T) {
 		lits = append(lits, fmt.Sprintf("%d.%0*d", rng.IntN(1000), rng.IntN(25), rng.Int64N(1e15)))
 	}
 	for _, lit := range lits {
-		want, _ := strconv.ParseFloat(lit, 64)
-		if got := parseFloat(lit); math.Float64bits(got) != math.Float64bits(want) {
-			t.Fatalf("parseFloat(%s) = %v, strconv %v", lit, got, want)
+		d := &bagDecoder{s: lit}
+		got, ok := d.shortNumber()
+		if !ok || d.i != len(lit) {
+			if short(lit) {
+				t.Fatalf("shortNumber declined %s", lit)
+			}
+			continue
+		}
+		if want, _ := strconv.ParseFloat(lit, 64); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("shortNumber(%s) = %v, strconv %v", lit, got, want)
 		}
 	}
 }
 
+// short reports whether lit has no exponent, at most 15 significant digits
+// and at most 22 decimals: what shortNumber must take.
+func short(lit string) bool {
+	if strings.ContainsAny(lit, "eE") {
+		return false
+	}
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(lit, "-"), ".")
+	sig := strings.TrimLeft(intPart+frac, "0")
+	return len(sig) <= 15 && len(frac) <= 22
+}
+
 // TestShortNumberMatchesNumber: the one-pass reading of a feature gives,
-// whenever it takes a literal, the value parseFloat gives bit for bit and
+// whenever it takes a literal, the value strconv.ParseFloat gives bit for bit and
 // stops where number stops; and it declines what number refuses. Over
 // literals on and off its path (exponents, 15 and 16 digits, 22 and 23
 // decimals, leading zeros, a bare point or sign) followed by what can
@@ -79,8 +100,8 @@ func TestShortNumberMatchesNumber(t *testing.T) {
 			if fast.i != ref.i {
 				t.Fatalf("%q: stopped at %d, number at %d", src, fast.i, ref.i)
 			}
-			if want := parseFloat(refLit); math.Float64bits(f) != math.Float64bits(want) {
-				t.Fatalf("%q: %v, parseFloat %v", src, f, want)
+			if want, _ := strconv.ParseFloat(refLit, 64); math.Float64bits(f) != math.Float64bits(want) {
+				t.Fatalf("%q: %v, strconv %v", src, f, want)
 			}
 		}
 	}
