@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mimlstream/mimlstream/internal/folds"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/solver/ovr"
@@ -26,40 +25,11 @@ import (
 // taken at the wrong rows, a kernel matrix of another gamma, a C that does
 // not reach the SVM, and bags or labels of a fold mixed up.
 func TestOuterCVMatchesFit(t *testing.T) {
-	tests := []struct {
-		name     string
-		ds       *mil.Dataset
-		instance bool
-		params   models.Params
-	}{
-		{"MI-SVM rbf ring", ringToy(4, 36), false, models.Params{}},
-		{"mi-SVM rbf ring", ringToy(4, 36), true, models.Params{}},
-		{"MI-SVM poly", binaryToy(5, 30, 3), false, models.Params{"kernel": "poly", "degree": "2"}},
-		{"mi-SVM poly", binaryToy(5, 30, 3), true, models.Params{"kernel": "poly", "degree": "2"}},
-		{"mi-SVM rbf minmax", binaryToy(5, 30, 3), true, models.Params{"kernel": "rbf", "scale": "minmax"}},
-		{"mi-SVM rbf zunit, two random restarts", binaryToy(6, 30, 3), true, models.Params{"kernel": "rbf", "scale": "zunit", "restarts": "2", "init": "random"}},
-		{"MI-SVM rbf three classes", multiToy(7, 45, 4), false, models.Params{"kernel": "rbf"}},
-		{"mi-SVM rbf three classes, C given", multiToy(8, 45, 4), true, models.Params{"C": "300"}},
-		{"MI-SVM rbf gamma given, iters 3", multiToy(9, 45, 4), false, models.Params{"gamma": "0.2", "iters": "3"}},
-	}
+	tests := kernelSelectCases()
 	ctx := context.Background()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opt := models.FitOptions{Seed: 3, Workers: 2, Params: tc.params}
-			cfg, err := ParseParams(tc.params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, err := ovr.Prepare(tc.ds, cfg.Scale)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg = cfg.resolve(len(data.Rows))
-			cands := grid(opt, cfg, GammaScale(data.Rows))
-			fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
-			if err != nil {
-				t.Fatal(err)
-			}
+			opt, cfg, data, cands, fs := selectSetup(t, tc.ds, tc.params)
 			got, pb, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, outerCV{})
 			if err != nil {
 				t.Fatal(err)
@@ -178,17 +148,7 @@ func TestBoundFreeReuseMatchesFit(t *testing.T) {
 	for _, tc := range tests {
 		for _, warm := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/warm=%v", tc.name, warm), func(t *testing.T) {
-				opt := models.FitOptions{Seed: 3, Workers: 2, Params: tc.params}
-				cfg, err := ParseParams(tc.params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				data, err := ovr.Prepare(tc.ds, cfg.Scale)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg = cfg.resolve(len(data.Rows))
-				cands := grid(opt, cfg, GammaScale(data.Rows))
+				opt, cfg, data, cands, fs := selectSetup(t, tc.ds, tc.params)
 				if strings.Contains(tc.name, "C from 1") {
 					// The grid's gammas, each with C from 1 (gamma outer,
 					// C inner, as grid orders them).
@@ -201,10 +161,6 @@ func TestBoundFreeReuseMatchesFit(t *testing.T) {
 						}
 					}
 					cands = wide
-				}
-				fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
-				if err != nil {
-					t.Fatal(err)
 				}
 				var reused atomic.Int64
 				got, _, err := cvScoresOuter(ctx, tc.ds, data, fs, opt, tc.instance, cfg.Kernel, cands, outerCV{warm: warm, reused: &reused})

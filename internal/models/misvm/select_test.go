@@ -57,40 +57,11 @@ func multiToy(seed uint64, bags, d int) *mil.Dataset {
 // through the shared matrix, and held-out scores summed differently from
 // ovr.Scorer (bias, support vectors, constant classes).
 func TestSharedCVMatchesFit(t *testing.T) {
-	tests := []struct {
-		name     string
-		ds       *mil.Dataset
-		instance bool
-		params   models.Params
-	}{
-		{"MI-SVM rbf ring", ringToy(4, 36), false, models.Params{}},
-		{"mi-SVM rbf ring", ringToy(4, 36), true, models.Params{}},
-		{"MI-SVM poly", binaryToy(5, 30, 3), false, models.Params{"kernel": "poly", "degree": "2"}},
-		{"mi-SVM poly", binaryToy(5, 30, 3), true, models.Params{"kernel": "poly", "degree": "2"}},
-		{"mi-SVM rbf minmax", binaryToy(5, 30, 3), true, models.Params{"kernel": "rbf", "scale": "minmax"}},
-		{"mi-SVM rbf zunit, two random restarts", binaryToy(6, 30, 3), true, models.Params{"kernel": "rbf", "scale": "zunit", "restarts": "2", "init": "random"}},
-		{"MI-SVM rbf three classes", multiToy(7, 45, 4), false, models.Params{"kernel": "rbf"}},
-		{"mi-SVM rbf three classes, C given", multiToy(8, 45, 4), true, models.Params{"C": "300"}},
-		{"MI-SVM rbf gamma given, iters 3", multiToy(9, 45, 4), false, models.Params{"gamma": "0.2", "iters": "3"}},
-	}
+	tests := kernelSelectCases()
 	ctx := context.Background()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opt := models.FitOptions{Seed: 3, Workers: 2, Params: tc.params}
-			cfg, err := ParseParams(tc.params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, err := ovr.Prepare(tc.ds, cfg.Scale)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg = cfg.resolve(len(data.Rows))
-			cands := grid(opt, cfg, GammaScale(data.Rows))
-			fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
-			if err != nil {
-				t.Fatal(err)
-			}
+			opt, cfg, data, cands, fs := selectSetup(t, tc.ds, tc.params)
 			want, err := cvScoresByFit(ctx, tc.ds, data.BagIndex, fs, opt, tc.instance, cfg, cands)
 			if err != nil {
 				t.Fatal(err)
@@ -232,4 +203,52 @@ func TestWarmStartFeasible(t *testing.T) {
 			}
 		})
 	}
+}
+
+// selectCase is an inner-CV test case: a data set, MI-SVM or mi-SVM, and
+// the parameters given.
+type selectCase struct {
+	name     string
+	ds       *mil.Dataset
+	instance bool
+	params   models.Params
+}
+
+// kernelSelectCases are the dense-kernel cases the inner CVs are held to a
+// Fit per candidate on: rbf and poly, both learners, other scalers, random
+// restarts, three classes, C or gamma given, fewer rounds.
+func kernelSelectCases() []selectCase {
+	return []selectCase{
+		{"MI-SVM rbf ring", ringToy(4, 36), false, models.Params{}},
+		{"mi-SVM rbf ring", ringToy(4, 36), true, models.Params{}},
+		{"MI-SVM poly", binaryToy(5, 30, 3), false, models.Params{"kernel": "poly", "degree": "2"}},
+		{"mi-SVM poly", binaryToy(5, 30, 3), true, models.Params{"kernel": "poly", "degree": "2"}},
+		{"mi-SVM rbf minmax", binaryToy(5, 30, 3), true, models.Params{"kernel": "rbf", "scale": "minmax"}},
+		{"mi-SVM rbf zunit, two random restarts", binaryToy(6, 30, 3), true, models.Params{"kernel": "rbf", "scale": "zunit", "restarts": "2", "init": "random"}},
+		{"MI-SVM rbf three classes", multiToy(7, 45, 4), false, models.Params{"kernel": "rbf"}},
+		{"mi-SVM rbf three classes, C given", multiToy(8, 45, 4), true, models.Params{"C": "300"}},
+		{"MI-SVM rbf gamma given, iters 3", multiToy(9, 45, 4), false, models.Params{"gamma": "0.2", "iters": "3"}},
+	}
+}
+
+// selectSetup prepares what selectParams prepares for the inner CV of ds
+// with params (seed 3, two workers): the options, the resolved
+// configuration, the prepared data, the grid and the inner folds.
+func selectSetup(t *testing.T, ds *mil.Dataset, params models.Params) (models.FitOptions, Config, *ovr.Data, []candidate, [][]int) {
+	t.Helper()
+	opt := models.FitOptions{Seed: 3, Workers: 2, Params: params}
+	cfg, err := ParseParams(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := ovr.Prepare(ds, cfg.Scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.resolve(len(data.Rows))
+	fs, err := folds.KFold(len(data.BagIndex), selectFolds, opt.Seed, selectStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt, cfg, data, grid(opt, cfg, GammaScale(data.Rows)), fs
 }
