@@ -39,29 +39,18 @@ func TestBoundFreeSolutionIsReused(t *testing.T) {
 		for seed := uint64(1); seed <= 40; seed++ {
 			X, y := randProblem(seed+500, tc.n, 3, 0.8)
 			if tc.duplicates {
-				for i := tc.n / 2; i < tc.n; i++ {
-					X[i], y[i] = X[i-tc.n/2], y[i-tc.n/2]
-				}
+				duplicateHalf(X, y)
 			}
 			g := RBFGram(X, tc.gamma)
 			if tc.indefinite {
-				for i := range tc.n {
-					for j := range tc.n {
-						g.k[i*tc.n+j] = math.Sin(float64(i*j+1)) * math.Cos(float64(i+j))
-					}
-				}
+				makeIndefinite(g)
 			}
 			r := rand.New(rand.NewPCG(seed, 9))
 			// Box sizes from 10⁻² to 10³: small ones bind, large ones
 			// (mostly) do not.
 			scale := math.Pow(10, -2+5*r.Float64())
 			bound := make([]float64, tc.n)
-			np := 0
-			for _, v := range y {
-				if v {
-					np++
-				}
-			}
+			np := positives(y)
 			for i := range bound {
 				switch seed % 3 {
 				case 0:

@@ -65,20 +65,13 @@ func TestShrinkingMatchesUnshrunk(t *testing.T) {
 			Xte := X[tc.n:]
 			X, y = X[:tc.n], y[:tc.n]
 			if tc.duplicates {
-				for i := tc.n / 2; i < tc.n; i++ {
-					X[i], y[i] = X[i-tc.n/2], y[i-tc.n/2]
-				}
+				duplicateHalf(X, y)
 			}
 			g := RBFGram(X, tc.gamma)
 			r := rand.New(rand.NewPCG(seed, 13))
 			scale := math.Pow(10, -1+4*r.Float64())
 			bound := make([]float64, tc.n)
-			np := 0
-			for _, v := range y {
-				if v {
-					np++
-				}
-			}
+			np := positives(y)
 			for i := range bound {
 				if seed%2 == 0 {
 					bound[i] = scale / float64(2*np)

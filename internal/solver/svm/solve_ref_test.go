@@ -44,27 +44,15 @@ func TestSolveBoundedMatchesReference(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/seed=%d", tc.name, seed), func(t *testing.T) {
 				X, y := randProblem(seed+100, tc.n, tc.d, 0.7)
 				if tc.duplicates {
-					for i := tc.n / 2; i < tc.n; i++ {
-						X[i], y[i] = X[i-tc.n/2], y[i-tc.n/2]
-					}
+					duplicateHalf(X, y)
 				}
 				g := RBFGram(X, tc.gamma)
 				if tc.indefinite {
-					// A symmetric matrix with negative eigenvalues.
-					for i := range tc.n {
-						for j := range tc.n {
-							g.k[i*tc.n+j] = math.Sin(float64(i*j+1)) * math.Cos(float64(i+j))
-						}
-					}
+					makeIndefinite(g)
 				}
 				r := rand.New(rand.NewPCG(seed, 7))
 				bound := make([]float64, tc.n)
-				np := 0
-				for _, v := range y {
-					if v {
-						np++
-					}
-				}
+				np := positives(y)
 				for i := range bound {
 					switch tc.boxes {
 					case "balanced":

@@ -27,6 +27,36 @@ func randProblem(seed uint64, n, d int, shift float64) ([][]float64, []bool) {
 	return X, y
 }
 
+// duplicateHalf makes the second half of the examples copies of the first
+// (points and labels): ties in every selection.
+func duplicateHalf(X [][]float64, y []bool) {
+	n := len(X)
+	for i := n / 2; i < n; i++ {
+		X[i], y[i] = X[i-n/2], y[i-n/2]
+	}
+}
+
+// makeIndefinite overwrites g with a symmetric matrix with negative
+// eigenvalues.
+func makeIndefinite(g *Gram) {
+	for i := range g.n {
+		for j := range g.n {
+			g.k[i*g.n+j] = math.Sin(float64(i*j+1)) * math.Cos(float64(i+j))
+		}
+	}
+}
+
+// positives counts the positive labels.
+func positives(y []bool) int {
+	n := 0
+	for _, v := range y {
+		if v {
+			n++
+		}
+	}
+	return n
+}
+
 // bruteForceQP solves the SVM dual exactly by enumerating, for every
 // variable, whether it sits at 0, at C or strictly inside, solving the
 // equality-constrained KKT system of the free ones, and keeping the best
