@@ -50,7 +50,7 @@ var errDegenerate = errors.New("degenerate dynamic programme")
 // contain c; with opt = 0, F = {full}, the paper's programme.
 type dpWork struct {
 	k          int
-	opt        int // optional classes, as a mask; set per bag by bagPosteriors
+	opt        int // optional classes, as a mask; set per bag by bagPosteriorsOpt
 	cur, next  []float64
 	u, v, diag []float64
 	// fallbacks counts the bags this scratch redid in log space: a broken
@@ -326,17 +326,12 @@ func (s *bagScratch) dp(k int) *dpWork {
 	return d
 }
 
-// bagPosteriors runs the E-step for one bag given the logits of its
-// instances (n × C) and its label set: post[i][j] = p(y_i = labels[j] | Y, X).
-// It returns log p(Y | X, w) (eq. 5).
-func bagPosteriors(s *bagScratch, alg Algorithm, logits [][]float64, labels []int, post [][]float64) (float64, error) {
-	return bagPosteriorsOpt(s, alg, logits, labels, 0, post)
-}
-
-// bagPosteriorsOpt is bagPosteriors where the classes labels[j] with bit j
-// set in opt may be absent from the union of the instance labels (the
-// unknown class): it returns log p(∪y ∩ R = R, ∪y ⊆ labels | X) with R the
-// required classes, and the posteriors given that event.
+// bagPosteriorsOpt runs the E-step for one bag given the logits of its
+// instances (n × C) and its label set: post[i][j] = p(y_i = labels[j] | Y, X),
+// where the classes labels[j] with bit j set in opt may be absent from the
+// union of the instance labels (the unknown class). It returns
+// log p(∪y ∩ R = R, ∪y ⊆ labels | X) with R the required classes (with
+// opt = 0, log p(Y | X, w) of eq. 5), and the posteriors given that event.
 func bagPosteriorsOpt(s *bagScratch, alg Algorithm, logits [][]float64, labels []int, opt int, post [][]float64) (float64, error) {
 	n, k := len(logits), len(labels)
 	if k == 0 {

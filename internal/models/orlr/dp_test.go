@@ -7,6 +7,12 @@ import (
 	"testing"
 )
 
+// bagPosteriors is bagPosteriorsOpt without optional classes: the E-step of
+// eq. 5, post[i][j] = p(y_i = labels[j] | Y, X), returning log p(Y | X, w).
+func bagPosteriors(s *bagScratch, alg Algorithm, logits [][]float64, labels []int, post [][]float64) (float64, error) {
+	return bagPosteriorsOpt(s, alg, logits, labels, 0, post)
+}
+
 // bruteForce enumerates every labeling of the bag with labels in Y (the
 // others have zero probability given Y) and returns p(Y|X) and the
 // posteriors p(y_i = labels[j] | Y, X), straight from eqs. 5, 11 and 13.

@@ -169,24 +169,6 @@ func (p *problem) objective(normSq float64, s []float64) float64 {
 	return 0.5*normSq + p.c/float64(p.n())*sum
 }
 
-// convexLoss is q_i(w) = vex_i(w) − ⟨g_cave_i, w⟩ + κ_i, the per-bag loss of
-// the CCCP subproblem at frozen latent ht; q_i ≥ loss_i with equality when
-// ht is inferred from the same w.
-func (p *problem) convexLoss(s []float64, ht latent, i int) float64 {
-	pc := p.piece(s, i)
-	idx, coef, kappa := p.cave(ht, i)
-	return pc.cp*s[pc.hp] + pc.cm*s[pc.hm] + pc.c0 - coef*s[idx] + kappa
-}
-
-// convexObjective is P_t^CCCP(w) up to a constant: ½‖w‖² + (C/n)Σ q_i(w).
-func (p *problem) convexObjective(normSq float64, s []float64, ht latent) float64 {
-	sum := 0.0
-	for i := range p.n() {
-		sum += p.convexLoss(s, ht, i)
-	}
-	return 0.5*normSq + p.c/float64(p.n())*sum
-}
-
 // accuracy is the fraction of bags whose sign(M + m) matches the label.
 func (p *problem) accuracy(s []float64) float64 {
 	ok := 0
