@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -44,6 +45,13 @@ import (
 // (--wire-format protobuf); MIMLSTREAM_BENCH_WIRES picks them (default
 // "json,protobuf"). Each iteration streams all 591 bags (new ids). Run it
 // with `make bench`.
+//
+// MIMLSTREAM_BENCH_BROKERS=host:port[,host:port] runs it against that
+// cluster instead of the embedded broker (plaintext; `mimlctl broker` in
+// another process, or a real cluster): each sub-benchmark creates topics
+// of its own (4 partitions, the cluster's replication) and deletes them
+// at the end. The CPU metrics are then this process's alone, without the
+// broker's.
 func BenchmarkPipeline(b *testing.B) {
 	codecs, wires := "none,lz4", "json,protobuf"
 	if v := os.Getenv("MIMLSTREAM_BENCH_CODECS"); v != "" {
@@ -96,9 +104,8 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	annotateRate := float64(b.N*len(bags)) / time.Since(annotateStart).Seconds()
 
 	// The pipeline.
-	topics := wire.DefaultTopics()
-	const rawTopic = "bench-raw"
-	brokers := streamtest.StartBroker(b, 4, append(topics.All(), rawTopic)...)
+	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	brokers, topics, rawTopic := benchBroker(b, prefix)
 	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
 		_, rdb, _ = streamtest.StartRedis(b)
@@ -109,7 +116,6 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	// The client's ceiling: the same messages, raw.
 	rawRate, rawCPU := rawProduce(b, brokers, rawTopic, ds, codec, format)
 
-	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	reg := featurestore.NewRegistry(rdb, prefix+":models")
 	defer streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
 	meta, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{})
@@ -121,7 +127,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: "bench", Topics: topics, Name: "bench",
+	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: prefix + "-annotator", Topics: topics, Name: "bench",
 		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
 		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format, Linger: linger})
 	if err != nil {
@@ -219,6 +225,45 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// benchBroker returns the brokers, the pipeline's topics and the raw
+// produce's topic of one sub-benchmark: on the embedded broker the
+// default names, on the cluster MIMLSTREAM_BENCH_BROKERS names, topics
+// named after prefix, created now and deleted when b ends, so that runs
+// neither meet each other's records nor leave theirs behind.
+func benchBroker(b *testing.B, prefix string) ([]string, wire.Topics, string) {
+	b.Helper()
+	v := os.Getenv("MIMLSTREAM_BENCH_BROKERS")
+	if v == "" {
+		topics := wire.DefaultTopics()
+		const raw = "bench-raw"
+		return streamtest.StartBroker(b, 4, append(topics.All(), raw)...), topics, raw
+	}
+	brokers := strings.Split(v, ",")
+	topics := wire.Topics{Annotate: prefix + "-bags", Train: prefix + "-bags-train", Annotations: prefix + "-annotations", DeadLetter: prefix + "-dead-letters"}
+	raw := prefix + "-raw"
+	names := append(topics.All(), raw)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafkaio.EnsureTopics(ctx, brokers, kafkasec.Conn{}, 4, names...); err != nil {
+		b.Fatalf("MIMLSTREAM_BENCH_BROKERS=%s: %v", v, err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+		resp, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: names})
+		if err == nil {
+			for _, terr := range resp.Errors {
+				err = errors.Join(err, terr)
+			}
+		}
+		if err != nil {
+			b.Logf("deleting the benchmark's topics %v: %v", names, err)
+		}
+	})
+	return brokers, topics, raw
+}
+
 // rawProduce returns the rate at which a bare kafka-go writer produces the
 // bag messages of ds (as ingest encodes them in format, with their keys) to topic:
 // acks from all in-sync replicas, 500-message batches, 8 writes in flight.
@@ -236,7 +281,10 @@ func rawProduce(b *testing.B, brokers []string, topic string, ds *mil.Dataset, c
 		}
 		msgs[i] = kafka.Message{Topic: topic, Key: []byte(bag.ID), Value: raw}
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{},
+	// A transport of its own, as the services have: kafka-go's shared
+	// default caches the cluster's metadata for seconds, from before the
+	// topics of MIMLSTREAM_BENCH_BROKERS were created.
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Transport: kafkasec.Conn{}.Transport(), RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{},
 		BatchSize: 500, BatchBytes: 64 << 20, BatchTimeout: 5 * time.Millisecond, Compression: codec}
 	defer w.Close()
 	const batch, inFlight = 500, 8
