@@ -85,13 +85,14 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 		b.Fatal(err)
 	}
 	workers := runtime.GOMAXPROCS(0)
-	// The producers' linger (--linger of ingest and the annotator):
-	// MIMLSTREAM_BENCH_LINGER, default kafkaio.DefaultLinger.
-	linger := kafkaio.DefaultLinger
+	// The producers' linger (--linger of ingest and the annotator): their
+	// defaults, or both MIMLSTREAM_BENCH_LINGER.
+	linger, annLinger := kafkaio.DefaultLinger, annotate.DefaultLinger
 	if v := os.Getenv("MIMLSTREAM_BENCH_LINGER"); v != "" {
 		if linger, err = time.ParseDuration(v); err != nil {
 			b.Fatal(err)
 		}
+		annLinger = linger
 	}
 
 	// The annotate step alone: the annotator's work without Kafka, JSON or
@@ -129,7 +130,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	defer cancel()
 	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: prefix + "-annotator", Topics: topics, Name: "bench",
 		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
-		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format, Linger: linger})
+		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format, Linger: annLinger})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c := Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
-		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: kafkaio.DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
+		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
 	c.QualitySampleRate, c.QualityWindow, c.QualityInterval, c.QualityBucket = 0.25, 10*time.Minute, 2*time.Second, time.Minute
 	c.ShadowMinBags, c.ShadowMargin = 200, 0.005

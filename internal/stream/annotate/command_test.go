@@ -123,14 +123,15 @@ func TestWireFormatFlag(t *testing.T) {
 }
 
 // TestLingerFlag: --linger reaches the config, and its default is the
-// producer's.
+// annotator's own (DefaultLinger), not ingest's.
 func TestLingerFlag(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want time.Duration
 	}{
-		{nil, kafkaio.DefaultLinger},
+		{nil, DefaultLinger},
 		{[]string{"--linger", "250us"}, 250 * time.Microsecond},
+		{[]string{"--linger", "1ms"}, kafkaio.DefaultLinger},
 	} {
 		fs := flag.NewFlagSet("annotator", flag.ContinueOnError)
 		cfg := DefaultConfig()
