@@ -1,7 +1,7 @@
 # The README's two commands: `make demo` runs the main job, `make test` the tests.
 GO ?= go
 
-.PHONY: test vet bench soak demo build mutate chaos status-screenshot
+.PHONY: test vet bench soak demo build mutate chaos status-screenshot compare-misvm
 test: vet
 	$(GO) test -count=1 -timeout 80m ./...
 
@@ -53,6 +53,15 @@ status-screenshot:
 # limits it to some packages.
 mutate:
 	docs/mutate.sh all $(ROWS)
+
+# Ours beside misvm (Doran's Python MI-SVM package, fetched at a pinned
+# commit and run beside the project, never copied into it) on the same folds:
+# accuracy and CPU of MI-SVM and mi-SVM on Musk1, Elephant and Fox
+# (docs/peers/misvm/compare.sh says what it needs). SETS=musk1 limits it,
+# RUNS=N sets the runs per side (3). Not in `make test`: it needs Python's
+# numpy, scipy, cvxopt and scikit-learn, and the network once.
+compare-misvm:
+	RUNS=$(or $(RUNS),3) docs/peers/misvm/compare.sh $(SETS)
 
 # Annotators and the retrainer SIGKILLed at random for 3 minutes while valid,
 # invalid, oversize and poison bags flow (MIMLSTREAM_CHAOS_DURATION=5m to
