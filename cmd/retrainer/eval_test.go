@@ -10,8 +10,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
@@ -444,6 +446,57 @@ func TestEvalFoldsOut(t *testing.T) {
 		}
 		if !slices.Equal(f.Train, folds.Complement(n, f.Test)) {
 			t.Errorf("repeat %d fold %d: train is not the complement of test", f.Repeat, f.Fold)
+		}
+	}
+}
+
+// TestEvalWorkersBoundGOMAXPROCS: --workers N runs the fits with the Go
+// runtime bounded to N cores (GOMAXPROCS) and gives the process its
+// setting back afterwards; without --workers (or with more workers than
+// cores) the runtime is left alone. It catches a bound that is not set
+// (the garbage collector then takes a spare core) and one that leaks past
+// the command.
+func TestEvalWorkersBoundGOMAXPROCS(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS ≥ 2")
+	}
+	path := writeData(t, 4)
+	before := runtime.GOMAXPROCS(0)
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--workers", "1"}, 1},
+		{nil, before},
+		{[]string{"--workers", fmt.Sprint(before + 3)}, before},
+	}
+	for _, tc := range tests {
+		var mu sync.Mutex
+		var seen []int
+		kind := evaltest.Echo(nil, "")
+		fit := kind.Fit
+		kind.Fit = func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
+			mu.Lock()
+			seen = append(seen, runtime.GOMAXPROCS(0))
+			mu.Unlock()
+			return fit(ctx, train, opt)
+		}
+		e, _, stderr := testEnv()
+		e.registry = models.NewRegistry(kind)
+		args := append([]string{"eval", "--data", path, "--model", "echo", "--folds", "2", "--json"}, tc.args...)
+		if code := run(context.Background(), e, args); code != 0 {
+			t.Fatalf("%q: exit %d, stderr %q", tc.args, code, stderr)
+		}
+		if len(seen) == 0 {
+			t.Fatalf("%q: no fit ran", tc.args)
+		}
+		for _, p := range seen {
+			if p != tc.want {
+				t.Errorf("%q: a fit ran with GOMAXPROCS %d, want %d", tc.args, p, tc.want)
+			}
+		}
+		if got := runtime.GOMAXPROCS(0); got != before {
+			t.Errorf("%q: GOMAXPROCS %d after the command, want %d back", tc.args, got, before)
 		}
 	}
 }
