@@ -114,9 +114,10 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 	}
 	// --workers bounds the cores the run uses, the Go runtime's too: with
 	// more Ps than workers the spare ones ran the garbage collector's idle
-	// mark workers and took the scheduler's handoffs (mi-SVM's default on
-	// Musk1, 5 × 10-fold, --workers 1: about a fifth less CPU and wall
-	// time with GOMAXPROCS=1 than with the machine's 2; Elephant 5% less).
+	// mark workers, CPU the run did not ask for (mi-SVM's default on
+	// Musk1, 5 × 10-fold, --workers 1: median process CPU 4.90 s with the
+	// machine's 2 Ps, 3.82 s with 1, over six interleaved runs; Elephant
+	// 5% less).
 	if f.workers > 0 && f.workers < runtime.GOMAXPROCS(0) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(f.workers))
 	}
