@@ -52,15 +52,7 @@ func TestOuterCVMatchesFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			distinct := map[float64]bool{}
-			for i := range want {
-				distinct[want[i]] = true
-				if got[i] != want[i] {
-					t.Errorf("candidate %v fold %d: held-out accuracy %v, reference %v", cands[i/len(fs)], i%len(fs), got[i], want[i])
-				}
-			}
-			t.Logf("%d candidates, %d distinct fold accuracies", len(cands), len(distinct))
-			if len(cands) > 1 && len(distinct) < 2 {
+			if distinct := sameScores(t, cands, len(fs), got, want); len(cands) > 1 && distinct < 2 {
 				t.Errorf("every fold accuracy is %v: the case does not tell candidates apart", want[0])
 			}
 			// The pair matrix handed to the final fit is that of data's

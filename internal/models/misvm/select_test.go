@@ -70,14 +70,7 @@ func TestSharedCVMatchesFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			distinct := map[float64]bool{}
-			for i := range want {
-				distinct[want[i]] = true
-				if got[i] != want[i] {
-					t.Errorf("candidate %v fold %d: held-out accuracy %v, reference %v", cands[i/len(fs)], i%len(fs), got[i], want[i])
-				}
-			}
-			t.Logf("%d candidates, %d distinct fold accuracies", len(cands), len(distinct))
+			sameScores(t, cands, len(fs), got, want)
 			for fi, f := range fs {
 				fd, err := newInnerFold(tc.ds, data.BagIndex, f, opt, tc.instance, cfg.Kernel, &foldBuffers{})
 				if err != nil {
@@ -251,4 +244,20 @@ func selectSetup(t *testing.T, ds *mil.Dataset, params models.Params) (models.Fi
 		t.Fatal(err)
 	}
 	return opt, cfg, data, grid(opt, cfg, GammaScale(data.Rows)), fs
+}
+
+// sameScores fails t for every candidate fold whose held-out accuracy in got
+// is not want's, float for float (score[c*k+f], k folds), and returns how
+// many distinct accuracies want holds.
+func sameScores(t *testing.T, cands []candidate, k int, got, want []float64) int {
+	t.Helper()
+	distinct := map[float64]bool{}
+	for i := range want {
+		distinct[want[i]] = true
+		if got[i] != want[i] {
+			t.Errorf("candidate %v fold %d: held-out accuracy %v, reference %v", cands[i/k], i%k, got[i], want[i])
+		}
+	}
+	t.Logf("%d candidates, %d distinct fold accuracies", len(cands), len(distinct))
+	return len(distinct)
 }

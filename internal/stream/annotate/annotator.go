@@ -1,7 +1,6 @@
 package annotate
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -136,6 +135,9 @@ func (c *AnnotatorConfig) defaults() {
 	}
 	if c.CommitInterval <= 0 {
 		c.CommitInterval = 200 * time.Millisecond
+	}
+	if c.Linger <= 0 {
+		c.Linger = DefaultLinger
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 5 * time.Second
@@ -495,7 +497,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 	}
 	a.maxOut.Store(int64(a.outputLimit(limit)))
 	w := kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: a.cfg.Brokers, Security: a.cfg.Security, MaxMessageBytes: limit,
-		StallAfter: a.cfg.StallAfter, Compression: a.cfg.Compression, Linger: cmp.Or(max(a.cfg.Linger, 0), DefaultLinger), Logger: log})
+		StallAfter: a.cfg.StallAfter, Compression: a.cfg.Compression, Linger: a.cfg.Linger, Logger: log})
 	a.producer.Store(w)
 	defer func() {
 		a.consuming.Store(false)
