@@ -22,10 +22,11 @@ import (
 func runBroker(ctx context.Context, env service.Env, args []string) error {
 	fs := cli.NewFlagSet("mimlctl-broker", `Usage: mimlctl broker [flags]
 
-Runs an in-memory Kafka-protocol broker (franz-go's kfake) on 127.0.0.1 until
+Runs a throwaway Kafka-protocol broker (franz-go's kfake) on 127.0.0.1 until
 SIGTERM or Ctrl-C, with the pipeline's topics created. For development and
-trying the services as separate processes: it keeps nothing on disk, listens
-on loopback only, and is not a production broker. --tls-cert/--tls-key make
+trying the services as separate processes: its records live in a temporary
+directory removed when it stops (nothing survives a restart), it listens
+on loopback only, and it is not a production broker. --tls-cert/--tls-key make
 the listener TLS-only; --user turns SASL on for the users given.`, env.Stderr)
 	port := fs.Int("port", 9092, "loopback `port` to listen on (0: any free port)")
 	var topics cli.StringList
