@@ -313,6 +313,16 @@ func sign(b bool) float64 {
 	return -1
 }
 
+// positivePart is max(x, 0) for the finite x of the selection passes,
+// without a branch or the builtin's NaN and signed-zero handling: the sign
+// bit, spread over the word, clears a negative x (and −0) to +0. The j
+// passes compute it for every example; as the builtin it was a tenth of
+// their time (pprof -list).
+func positivePart(x float64) float64 {
+	b := math.Float64bits(x)
+	return math.Float64frombits(b &^ uint64(int64(b)>>63))
+}
+
 // tau replaces a non-positive curvature (a kernel that is not strictly
 // positive definite on the pair) so the two-variable step stays finite.
 const tau = 1e-12
@@ -593,12 +603,12 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 					gmax2 = v
 				}
 				gd := gmax + v
-				gp := max(gd, 0)
+				gp := positivePart(gd)
 				quad := kii + qd[t] - 2*ki[t]
 				if quad <= 0 {
 					quad = tau
 				}
-				if gp*gp < thr*quad && !firstOrder {
+				if gp*gp < thr*quad {
 					continue
 				}
 				obj := -gp * gp / quad
@@ -607,7 +617,9 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				}
 				if obj <= objMin && gd > 0 {
 					objMin, jSel = obj, t
-					thr = -objMin * (1 - 1e-12)
+					if !firstOrder {
+						thr = -objMin * (1 - 1e-12)
+					}
 				}
 			}
 		} else if iSel >= 0 {
@@ -628,9 +640,10 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 			// −objMin·quad up to the rounding of the division and of
 			// the product, so gp² < thr·quad, thr = −objMin·(1 − 10⁻¹²),
 			// rules out what the exact test would reject, nothing
-			// more (before a violator is seen thr is −∞). Few
-			// examples pass it once objMin has a violator's value:
-			// the division, which bounded the pass, is made for
+			// more (before a violator is seen thr is −∞, and it stays
+			// −∞ for the first-order rule, which has no division to
+			// spare). Few examples pass it once objMin has a violator's
+			// value: the division, which bounded the pass, is made for
 			// those only, and the choice is the same.
 			thr := math.Inf(-1)
 			for t := 0; t < n; t++ {
@@ -639,12 +652,12 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 					gmax2 = v
 				}
 				gd := gmax + v
-				gp := max(gd, 0)
+				gp := positivePart(gd)
 				quad := kii + qd[t] - 2*ki[t]
 				if quad <= 0 {
 					quad = tau
 				}
-				if gp*gp < thr*quad && !firstOrder {
+				if gp*gp < thr*quad {
 					continue
 				}
 				obj := -gp * gp / quad
@@ -653,7 +666,9 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				}
 				if obj <= objMin && gd > 0 {
 					objMin, jSel = obj, t
-					thr = -objMin * (1 - 1e-12)
+					if !firstOrder {
+						thr = -objMin * (1 - 1e-12)
+					}
 				}
 			}
 		}
@@ -747,13 +762,19 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		// updated gradient.
 		di, dj := (alpha[i]-oldI)*ys[i], (alpha[j]-oldJ)*ys[j]
 		ki, kj, yg, upSel := ki[:n], kj[:n], yg[:n], upSel[:n]
-		gmax, iSel = negInf, -1
+		// upSel[t] is 0 or −∞, so a non-member's v is −∞ and never
+		// reaches the finite start, and every member's finite v does:
+		// the same choice as testing membership, one branch less.
+		gmax, iSel = -math.MaxFloat64, -1
 		for t := 0; t < n; t++ {
 			gt := yg[t] + (ki[t]*di + kj[t]*dj)
 			yg[t] = gt
-			if v := upSel[t] - gt; v >= gmax && upSel[t] == 0 {
+			if v := upSel[t] - gt; v >= gmax {
 				gmax, iSel = v, t
 			}
+		}
+		if iSel < 0 {
+			gmax = negInf
 		}
 	}
 
