@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestCloseRemovesSegmentFiles(t *testing.T) {
 	}
 	b.Close()
 	closed = true
-	if _, err := os.Stat(b.dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(b.dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("%s after Close: %v, want it removed", b.dir, err)
 	}
 }
