@@ -35,7 +35,10 @@
 //
 // FitOptions.Params keys (unknown keys are rejected):
 //
-//	kernel       linear | rbf                                  (linear)
+//	kernel       auto | linear | rbf                           (auto)
+//	             auto: rbf on dense data up to gram_limit training
+//	             instances, linear otherwise (sparse data, larger
+//	             sets, or solver=sgd given); see Config.resolve
 //	C            trade-off: the paper's 10⁴ (linear), 100 (rbf: see defaultC)
 //	solver       sgd (primal, Alg. 2; linear only), cp (dual, Alg. 3) or
 //	             dcd (exact dual coordinate ascent)             (sgd; rbf: cp)
@@ -43,7 +46,7 @@
 //	lambda_grid  λ candidates of the inner CV                   (0.1,0.2,0.5,1)
 //	cv_folds     folds of the inner CV over λ (stratified)      (3)
 //	cv_repeats   independent inner splits, averaged (for λ and
-//	             scale=auto; 1: the single split used before)   (3)
+//	             scale=auto; 1: the single split used before)   (3; rbf: 1)
 //	gamma        RBF γ: auto (1 / mean squared pairwise distance),
 //	             meandist (the mean pairwise distance itself, the
 //	             paper's words read literally) or a number   (auto)
@@ -61,7 +64,8 @@
 //	             auto | zscore | none | unit (instance / ‖instance‖) |
 //	             zunit (z-score, then unit norm) | minmax (each
 //	             feature to [0, 1]); see README "Scaling and C".
-//	             auto chooses unit or zscore on the training bags:
+//	             auto under rbf is zscore; under linear it
+//	             chooses unit or zscore on the training bags:
 //	             the inner CV of λ runs under both, and unit is kept
 //	             unless zscore's held-out hits, averaged per bag over
 //	             the cv_repeats splits, beat it by more than one
@@ -73,10 +77,15 @@
 //
 // The paper leaves these open (spec §9); the choices and why:
 //
-//   - Features are standardised (z-score over the training instances).
-//     The benchmark features range over very different scales (Musk: raw
-//     integers in the hundreds) and C = 10⁴ was tuned for some scaling; the
-//     z-score makes C and γ comparable across data sets.
+//   - Features are transformed: z-scores over the training instances for
+//     the RBF kernel; for the linear kernel unit norms or z-scores, chosen
+//     on the training bags (scale=auto). The benchmark features range over
+//     very different scales (Musk: raw integers in the hundreds) and
+//     C = 10⁴ was tuned for some scaling; a transform makes C and γ
+//     comparable across data sets.
+//   - Kernel: the paper reports both; the default is RBF where its Gram
+//     matrix fits (the better of the two under honest λ selection on
+//     Musk1, Elephant and Fox: README), linear on sparse or large data.
 //   - Bias: the paper's model has none, but with the rule sign(M + m) an
 //     offset shifts both scores and matters. A constant feature 1 is appended
 //     (a regularised bias) for the linear kernel; the RBF kernel becomes

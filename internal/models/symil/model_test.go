@@ -3,8 +3,10 @@ package symil
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -242,11 +244,117 @@ func TestParams(t *testing.T) {
 		}
 	}
 	cfg, _ := ParseParams(models.Params{})
-	if cfg.C != 1e4 || len(cfg.LambdaGrid) != 4 || cfg.Kernel != "linear" || cfg.Solver != "sgd" || !cfg.Bias || cfg.CVRepeats != 3 {
+	if len(cfg.LambdaGrid) != 4 || cfg.Kernel != KernelAuto || cfg.Solver != "sgd" || !cfg.Bias || cfg.Scale != "" {
 		t.Errorf("defaults %+v", cfg)
 	}
-	if cfg, _ := ParseParams(models.Params{"kernel": "rbf"}); cfg.C != 100 {
-		t.Errorf("rbf default C = %v", cfg.C)
+	if cfg, _ := ParseParams(models.Params{"kernel": "rbf"}); cfg.C != 100 || cfg.CVRepeats != 1 {
+		t.Errorf("rbf defaults C = %v, cv_repeats = %d", cfg.C, cfg.CVRepeats)
+	}
+	if cfg, _ := ParseParams(models.Params{"kernel": "linear"}); cfg.C != 1e4 || cfg.CVRepeats != 3 {
+		t.Errorf("linear defaults C = %v, cv_repeats = %d", cfg.C, cfg.CVRepeats)
+	}
+}
+
+// TestResolveKernelAuto: kernel=auto is rbf (z-scores, C = 100, one inner
+// split) on dense data whose Gram matrix fits gram_limit, and linear (the
+// paper's C = 10⁴, three inner splits, the transform left to scale=auto)
+// on sparse data, above the limit, or with solver=sgd; what was given
+// explicitly is kept.
+func TestResolveKernelAuto(t *testing.T) {
+	dense := mimlToy(1, 40, 2, 4)
+	n := dense.NumInstances()
+	sparse := sparseMIML(3)
+	type want struct {
+		kernel  string
+		c       float64
+		repeats int
+		scale   ovr.Scaling
+		solver  string
+	}
+	rbf := want{KernelRBF, 100, 1, ovr.ScaleZScore, "cp"}
+	linear := want{KernelLinear, 1e4, 3, "", "sgd"}
+	tests := []struct {
+		name string
+		data *mil.Dataset
+		p    models.Params
+		want want
+	}{
+		{"dense", dense, models.Params{}, rbf},
+		{"dense at the limit", dense, models.Params{"gram_limit": strconv.Itoa(n)}, rbf},
+		{"dense above the limit", dense, models.Params{"gram_limit": strconv.Itoa(n - 1)}, linear},
+		{"sparse", sparse, models.Params{}, linear},
+		{"solver=sgd", dense, models.Params{"solver": "sgd"}, linear},
+		{"solver=cp", dense, models.Params{"solver": "cp"}, rbf},
+		{"linear, solver=cp", dense, models.Params{"kernel": "linear", "solver": "cp"}, want{KernelLinear, 1e4, 3, "", "cp"}},
+		{"kernel=linear", dense, models.Params{"kernel": "linear"}, linear},
+		{"kernel=rbf", dense, models.Params{"kernel": "rbf"}, rbf},
+		{"given C and repeats", dense, models.Params{"C": "7", "cv_repeats": "2"}, want{KernelRBF, 7, 2, ovr.ScaleZScore, "cp"}},
+		{"given scale", dense, models.Params{"scale": "unit"}, want{KernelRBF, 100, 1, ovr.ScaleUnit, "cp"}},
+		{"linear, given scale", dense, models.Params{"kernel": "linear", "scale": "minmax"}, want{KernelLinear, 1e4, 3, ovr.ScaleMinMax, "sgd"}},
+		{"rbf, solver=dcd", dense, models.Params{"kernel": "rbf", "solver": "dcd"}, want{KernelRBF, 100, 1, ovr.ScaleZScore, "dcd"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseParams(tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg = cfg.resolve(tc.data)
+			got := want{cfg.Kernel, cfg.C, cfg.CVRepeats, cfg.Scale, cfg.Solver}
+			if got != tc.want {
+				t.Errorf("resolved %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFitDefaultKernel: Fit applies resolve, so the default trains RBF
+// scorers (support vectors, z-scores, C = 100) on dense bags and linear
+// ones (weights) on sparse bags, and the model says which parameters it
+// was given, not the resolved ones.
+func TestFitDefaultKernel(t *testing.T) {
+	params := models.Params{"lambda": "0.5", "cccp_iters": "3", "restarts": "1"}
+	for _, tc := range []struct {
+		name  string
+		data  *mil.Dataset
+		rbf   bool
+		scale ovr.Scaling
+	}{
+		{"dense", mimlToy(2, 40, 2, 4), true, ovr.ScaleZScore},
+		{"sparse", sparseMIML(2), false, ovr.ScaleUnit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Fit(context.Background(), tc.data, models.FitOptions{Seed: 1, Workers: 1, Params: params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := m.State()
+			// A z-score is stored as the empty mode (states before modes).
+			if mode, err := ovr.ParseScaling(string(st.Scaler.Mode)); err != nil || mode != tc.scale {
+				t.Errorf("scale %q (%v), want %q", st.Scaler.Mode, err, tc.scale)
+			}
+			for c, sc := range st.Scorers {
+				if rbf := sc.W == nil && (sc.SV != nil || sc.SparseSV != nil); rbf != tc.rbf {
+					t.Errorf("class %d: rbf scorer %v, want %v (W %d, SV %d)", c, rbf, tc.rbf, len(sc.W), len(sc.SV))
+				}
+			}
+			// The default is the model of its resolved parameters given
+			// explicitly (what the README's explicit runs measured).
+			explicit := models.Params{"kernel": "linear", "C": "10000", "cv_repeats": "3", "solver": "sgd"}
+			if tc.rbf {
+				explicit = models.Params{"kernel": "rbf", "C": "100", "cv_repeats": "1", "scale": "zscore", "solver": "cp"}
+			}
+			maps.Copy(explicit, params)
+			e, err := Fit(context.Background(), tc.data, models.FitOptions{Seed: 1, Workers: 1, Params: explicit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := m.MarshalState()
+			b, _ := e.MarshalState()
+			if string(a) != string(b) {
+				t.Errorf("default model differs from %v given", explicit)
+			}
+		})
 	}
 }
 
@@ -341,7 +449,9 @@ func TestScaleAutoEqualsItsChoice(t *testing.T) {
 				}
 			}
 		}
-		opt := models.FitOptions{Seed: 3, Workers: 1}
+		// scale=auto's choice is the linear kernel's (under rbf it means
+		// z-scores).
+		opt := models.FitOptions{Seed: 3, Workers: 1, Params: models.Params{"kernel": "linear"}}
 		auto, err := Fit(context.Background(), train, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -357,7 +467,7 @@ func TestScaleAutoEqualsItsChoice(t *testing.T) {
 		if tc.want != "" && mode != tc.want {
 			t.Errorf("seed %d shift %v offset %v stretch %v: scale=auto chose %s, want %s", tc.seed, tc.shift, tc.offset, tc.stretch, mode, tc.want)
 		}
-		opt.Params = models.Params{"scale": string(mode)}
+		opt.Params = models.Params{"kernel": "linear", "scale": string(mode)}
 		explicit, err := Fit(context.Background(), train, opt)
 		if err != nil {
 			t.Fatal(err)

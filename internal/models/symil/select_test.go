@@ -127,7 +127,7 @@ func TestChooseLambdaHits(t *testing.T) {
 	train := mimlToy(5, 60, 2, 4)
 	// One split: with repeats, hits are averaged over splits and no longer
 	// belong to one fold (TestInnerCVAveragesRepeats covers those).
-	cfg, err := ParseParams(models.Params{"scale": "zscore", "lambda_grid": "0.1,1,10", "cv_repeats": "1"})
+	cfg, err := ParseParams(models.Params{"kernel": "linear", "scale": "zscore", "lambda_grid": "0.1,1,10", "cv_repeats": "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestInnerSplits(t *testing.T) {
 func TestInnerCVAveragesRepeats(t *testing.T) {
 	train := mimlToy(5, 60, 2, 4)
 	for _, sc := range []string{"zscore", "unit"} {
-		params := models.Params{"scale": sc, "lambda_grid": "0.1,1,10", "cv_repeats": "3"}
+		params := models.Params{"kernel": "linear", "scale": sc, "lambda_grid": "0.1,1,10", "cv_repeats": "3"}
 		cfg, err := ParseParams(params)
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // (TestSparseMatchesDense).
 
 // sparseCapable reports whether cfg trains on sparse rows as they are.
-func sparseCapable(cfg Config) bool { return cfg.Kernel == "linear" && cfg.Solver == "sgd" }
+func sparseCapable(cfg Config) bool { return cfg.Kernel == KernelLinear && cfg.Solver == "sgd" }
 
 // prepareSparse is prepare for sparse data under a sparseCapable cfg.
 func prepareSparse(train *mil.Dataset, cfg Config) (*ovr.Data, *trainer, []float64, error) {

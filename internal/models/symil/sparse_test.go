@@ -49,9 +49,9 @@ func TestSparseMatchesDense(t *testing.T) {
 	sp := sparseMIML(1)
 	dn := sp.Densified()
 	cases := []models.Params{
-		{"scale": "unit", "lambda": "0.5", "epochs": "20"},
-		{"scale": "maxabs", "epochs": "10", "C": "100"},
-		{"scale": "none", "bias": "false", "lambda": "1", "epochs": "20", "restarts": "2"},
+		{"kernel": "linear", "scale": "unit", "lambda": "0.5", "epochs": "20"},
+		{"kernel": "linear", "scale": "maxabs", "epochs": "10", "C": "100"},
+		{"kernel": "linear", "scale": "none", "bias": "false", "lambda": "1", "epochs": "20", "restarts": "2"},
 	}
 	for _, p := range cases {
 		t.Run(p["scale"], func(t *testing.T) {
@@ -107,7 +107,9 @@ func TestSparseDefaultsAndFallback(t *testing.T) {
 	if mode := m.State().Scaler.Mode; mode != ovr.ScaleUnit {
 		t.Fatalf("scale=auto on sparse data chose %q, want unit", mode)
 	}
-	p := models.Params{"solver": "dcd", "lambda": "0.5", "scale": "unit", "restarts": "1", "cccp_iters": "3", "dcd_sweeps": "50"}
+	// kernel=auto would be rbf on the densified copy: the linear dual is
+	// what the sparse input trains.
+	p := models.Params{"kernel": "linear", "solver": "dcd", "lambda": "0.5", "scale": "unit", "restarts": "1", "cccp_iters": "3", "dcd_sweeps": "50"}
 	ms, err := Fit(context.Background(), sp, models.FitOptions{Seed: 1, Params: p})
 	if err != nil {
 		t.Fatal(err)
