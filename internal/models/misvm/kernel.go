@@ -149,31 +149,11 @@ func base(cfg Config, a, b []float64) float64 {
 	return d
 }
 
-// base4 is base of a against each of b[0..3], the four sums interleaved:
-// each is still accumulated feature by feature in order, so each equals
-// base's float, but the four independent additions per feature hide the
-// latency of one sum's chain (the kernel matrix costs about a third as
+// base4 is base of a against each of b[0..3] (ovr.Base4: each the float
+// of base, four sums interleaved; the kernel matrix costs about a third as
 // much on Musk1's 166 features).
 func base4(cfg Config, a []float64, b [][]float64, out *[4]float64) {
-	b0, b1, b2, b3 := b[0][:len(a)], b[1][:len(a)], b[2][:len(a)], b[3][:len(a)]
-	var d0, d1, d2, d3 float64
-	if cfg.Kernel == KernelPoly {
-		for j, v := range a {
-			d0 += v * b0[j]
-			d1 += v * b1[j]
-			d2 += v * b2[j]
-			d3 += v * b3[j]
-		}
-	} else {
-		for j, v := range a {
-			e0, e1, e2, e3 := v-b0[j], v-b1[j], v-b2[j], v-b3[j]
-			d0 += e0 * e0
-			d1 += e1 * e1
-			d2 += e2 * e2
-			d3 += e3 * e3
-		}
-	}
-	*out = [4]float64{d0, d1, d2, d3}
+	ovr.Base4(cfg.Kernel == KernelPoly, a, b, out)
 }
 
 // kernel is the kernel value for the base value v (see base): the formula

@@ -252,11 +252,7 @@ func (s *Scorer) Score(z []float64) float64 {
 	u := 0
 	for ; u+4 <= len(s.SV); u += 4 {
 		var d [4]float64
-		if poly {
-			dot4(z, s.SV[u:u+4], &d)
-		} else {
-			sqDist4(z, s.SV[u:u+4], &d)
-		}
+		Base4(poly, z[:len(s.SV[u])], s.SV[u:u+4], &d)
 		for i := range 4 {
 			v += s.Beta[u+i] * k(d[i])
 		}
@@ -278,36 +274,33 @@ func (s *Scorer) Score(z []float64) float64 {
 	return v
 }
 
-// sqDist4 sets d[i] to Σ_j (sv[i]_j − z_j)², each summed in feature order
-// as the one-at-a-time loop sums it.
-func sqDist4(z []float64, sv [][]float64, d *[4]float64) {
-	n := len(sv[0])
-	a, b, c, e := sv[0][:n], sv[1][:n], sv[2][:n], sv[3][:n]
-	z = z[:n]
+// Base4 sets out[i] to the γ-free part of the kernel between a and b[i]:
+// ‖a − b[i]‖² for rbf, ⟨a, b[i]⟩ for poly. The four sums are interleaved,
+// but each is still accumulated feature by feature in order, so each is the
+// float of the one-at-a-time loop (and the same with a and b[i] swapped:
+// a − b rounds to the negation of b − a), while the four independent
+// additions per feature hide the latency of one sum's chain. misvm's
+// kernel matrix and the kernel scorer both use it.
+func Base4(poly bool, a []float64, b [][]float64, out *[4]float64) {
+	b0, b1, b2, b3 := b[0][:len(a)], b[1][:len(a)], b[2][:len(a)], b[3][:len(a)]
 	var d0, d1, d2, d3 float64
-	for j, x := range z {
-		e0, e1, e2, e3 := a[j]-x, b[j]-x, c[j]-x, e[j]-x
-		d0 += e0 * e0
-		d1 += e1 * e1
-		d2 += e2 * e2
-		d3 += e3 * e3
+	if poly {
+		for j, v := range a {
+			d0 += v * b0[j]
+			d1 += v * b1[j]
+			d2 += v * b2[j]
+			d3 += v * b3[j]
+		}
+	} else {
+		for j, v := range a {
+			e0, e1, e2, e3 := v-b0[j], v-b1[j], v-b2[j], v-b3[j]
+			d0 += e0 * e0
+			d1 += e1 * e1
+			d2 += e2 * e2
+			d3 += e3 * e3
+		}
 	}
-	*d = [4]float64{d0, d1, d2, d3}
-}
-
-// dot4 sets d[i] to Σ_j sv[i]_j z_j, each summed in feature order.
-func dot4(z []float64, sv [][]float64, d *[4]float64) {
-	n := len(sv[0])
-	a, b, c, e := sv[0][:n], sv[1][:n], sv[2][:n], sv[3][:n]
-	z = z[:n]
-	var d0, d1, d2, d3 float64
-	for j, x := range z {
-		d0 += a[j] * x
-		d1 += b[j] * x
-		d2 += c[j] * x
-		d3 += e[j] * x
-	}
-	*d = [4]float64{d0, d1, d2, d3}
+	*out = [4]float64{d0, d1, d2, d3}
 }
 
 func (s *Scorer) validate(dim int) error {
