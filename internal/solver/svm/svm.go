@@ -43,6 +43,9 @@ type Params struct {
 	// active variables had converged but the check over all of them,
 	// after putting the shrunk ones back, found a violation.
 	onShrink func(active int, atConvergence bool)
+	// goPasses runs the selection passes as Go loops even where the AVX2
+	// ones exist: the reference the vector passes are held to.
+	goPasses bool
 }
 
 func (p Params) validate() error {
@@ -373,8 +376,8 @@ const shrinkEvery = 50
 // first time the violation gmax + gmax2 is within 10·eps, every variable
 // is put back first (unshrink; relaxed becomes true), since the early
 // shrinking used gradients far from the optimum's. A shrunk variable's
-// upSel entry becomes −∞.
-func shrinkActive(act []int, yg, upPen, lowPen, upSel []float64, gmax, eps float64, relaxed bool, unshrink func()) ([]int, bool) {
+// upSel and lowSel entries become −∞.
+func shrinkActive(act []int, yg, upPen, lowPen, upSel, lowSel []float64, gmax, eps float64, relaxed bool, unshrink func()) ([]int, bool) {
 	gmax2 := math.Inf(-1)
 	for _, t := range act {
 		if v := yg[t] + lowPen[t]; v > gmax2 {
@@ -397,7 +400,7 @@ func shrinkActive(act []int, yg, upPen, lowPen, upSel []float64, gmax, eps float
 		upOnly := upPen[t] == 0 && lowPen[t] != 0
 		lowOnly := lowPen[t] == 0 && upPen[t] != 0
 		if (upOnly && yg[t] > gmax2) || (lowOnly && -yg[t] > gmax) {
-			upSel[t] = math.Inf(-1)
+			upSel[t], lowSel[t] = math.Inf(-1), math.Inf(-1)
 			continue
 		}
 		act[k] = t
@@ -478,6 +481,8 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		qd[t] = g.k[t*n+t]
 	}
 	upper := func(t int) bool { return alpha[t] >= bound[t] }
+	// vec: the AVX2 passes (pass.go), the same choices as the Go loops.
+	vec := haveAVX2 && !p.goPasses && !p.firstOrder
 	lower := func(t int) bool { return alpha[t] <= 0 }
 	bound = bound[:n]
 	// The loop works on yg_t = y_t ∇_t, which is exactly y_t times the
@@ -517,12 +522,13 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	// i search of the update pass reads it), shrinkIn counts the steps to
 	// the next shrinking and relaxed records that the variables shrunk
 	// early were put back once the violation came near the tolerance.
-	upSel := upPen
+	upSel, lowSel := upPen, lowPen
 	var act []int
 	shrinkIn, relaxed, reopened := 0, false, false
 	if p.Shrinking {
-		upSel = make([]float64, n)
+		upSel, lowSel = make([]float64, n), make([]float64, n)
 		copy(upSel, upPen)
+		copy(lowSel, lowPen)
 		act = make([]int, n)
 		for t := range act {
 			act[t] = t
@@ -535,6 +541,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 			act[t] = t
 		}
 		copy(upSel, upPen)
+		copy(lowSel, lowPen)
 	}
 	if p.Shrinking {
 		member = func(t int) {
@@ -549,7 +556,8 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 			if !low {
 				lowPen[t] = negInf
 			}
-			upSel[t] = upPen[t] // t is active: it was just selected
+			// t is active: it was just selected.
+			upSel[t], lowSel[t] = upPen[t], lowPen[t]
 		}
 	}
 
@@ -580,14 +588,20 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		if p.Shrinking {
 			if shrinkIn--; shrinkIn <= 0 {
 				shrinkIn = min(n, shrinkEvery)
-				act, relaxed = shrinkActive(act, yg, upPen, lowPen, upSel, gmax, eps, relaxed, unshrink)
+				act, relaxed = shrinkActive(act, yg, upPen, lowPen, upSel, lowSel, gmax, eps, relaxed, unshrink)
 				if p.onShrink != nil {
 					p.onShrink(len(act), false)
 				}
 			}
 		}
 		gmax2, jSel, objMin := negInf, -1, math.Inf(1)
-		if iSel >= 0 && p.Shrinking && len(act) < n {
+		if iSel >= 0 && vec && (!p.Shrinking || 2*len(act) >= n) {
+			// Every example, a shrunk one's lowSel −∞ (the same
+			// choices as walking act); when at most half are active,
+			// walking act in Go is the cheaper of the two.
+			ki := g.row(iSel)
+			gmax2, jSel = jPassVec(yg, lowSel, qd, ki, ki[iSel], gmax)
+		} else if iSel >= 0 && p.Shrinking && len(act) < n {
 			// The j pass below over the active variables only. It is
 			// written twice because walking an index list where all
 			// variables are active cost the unshrunk solver 8–11%
@@ -765,13 +779,10 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		// upSel[t] is 0 or −∞, so a non-member's v is −∞ and never
 		// reaches the finite start, and every member's finite v does:
 		// the same choice as testing membership, one branch less.
-		gmax, iSel = -math.MaxFloat64, -1
-		for t := 0; t < n; t++ {
-			gt := yg[t] + (ki[t]*di + kj[t]*dj)
-			yg[t] = gt
-			if v := upSel[t] - gt; v >= gmax {
-				gmax, iSel = v, t
-			}
+		if vec {
+			gmax, iSel = updateSelectVec(yg, ki, kj, upSel, di, dj)
+		} else {
+			gmax, iSel = updateSelect(yg, ki, kj, upSel, di, dj)
 		}
 		if iSel < 0 {
 			gmax = negInf
