@@ -108,18 +108,20 @@ func pairBase(cfg Config, rows [][]float64) []float64 {
 func pairBaseInto(cfg Config, rows [][]float64, buf []float64) []float64 {
 	n := len(rows)
 	m := grow(buf, n*n)
-	var v [4]float64
-	for i := range n {
-		j := i
-		for ; j+4 <= n; j += 4 {
-			base4(cfg, rows[i], rows[j:j+4], &v)
-			for u := range 4 {
-				m[i*n+j+u], m[(j+u)*n+i] = v[u], v[u]
+	if n > 0 {
+		// Row i against the blocks of four from the one holding row i:
+		// ovr.Blocks' AVX2 sums, the same floats as base4's (the
+		// entries left of the diagonal in the first block are not
+		// written: the mirror of the rows before writes them).
+		bl := ovr.NewBlocks(rows, len(rows[0]))
+		out := make([]float64, 4*bl.NumBlocks())
+		poly := cfg.Kernel == KernelPoly
+		for i := range n {
+			b0 := i / 4
+			bl.BaseRow(poly, rows[i], b0, out)
+			for j, v := range out[i-4*b0 : n-4*b0] {
+				m[i*n+i+j], m[(i+j)*n+i] = v, v
 			}
-		}
-		for ; j < n; j++ {
-			v := base(cfg, rows[i], rows[j])
-			m[i*n+j], m[j*n+i] = v, v
 		}
 	}
 	return m
@@ -147,13 +149,6 @@ func base(cfg Config, a, b []float64) float64 {
 		d += e * e
 	}
 	return d
-}
-
-// base4 is base of a against each of b[0..3] (ovr.Base4: each the float
-// of base, four sums interleaved; the kernel matrix costs about a third as
-// much on Musk1's 166 features).
-func base4(cfg Config, a []float64, b [][]float64, out *[4]float64) {
-	ovr.Base4(cfg.Kernel == KernelPoly, a, b, out)
 }
 
 // kernel is the kernel value for the base value v (see base): the formula

@@ -193,7 +193,7 @@ func baseRow(cfg Config, a []float64, rows [][]float64, dst []float64) {
 	var v [4]float64
 	j := 0
 	for ; j+4 <= len(rows); j += 4 {
-		base4(cfg, a, rows[j:j+4], &v)
+		ovr.Base4(cfg.Kernel == KernelPoly, a, rows[j:j+4], &v)
 		copy(dst[j:j+4], v[:])
 	}
 	for ; j < len(rows); j++ {

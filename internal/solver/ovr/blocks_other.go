@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package ovr
+
+// haveAVX2 is false off amd64 (or with the purego tag): BaseRow runs
+// Base4.
+const haveAVX2 = false
+
+func sqDistBlocksAVX2(a *float64, dim int, blk *float64, nb int, out *float64) {
+	panic("ovr: no AVX2 loops on this platform")
+}
+
+func dotBlocksAVX2(a *float64, dim int, blk *float64, nb int, out *float64) {
+	panic("ovr: no AVX2 loops on this platform")
+}
