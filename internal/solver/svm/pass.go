@@ -61,20 +61,53 @@ func updateSelectVec(yg, ki, kj, upSel []float64, di, dj float64) (float64, int)
 	return gmax, iSel
 }
 
+// thrShrink is the factor of the j pass's filter: an example whose
+// −gp²/quad cannot reach objMin is one with gp² < −objMin·thrShrink·quad
+// (see SolveBoundedFrom), up to the rounding of the division and product.
+const thrShrink = 1 - 1e-12
+
 // jPassVec is the second-order j pass (Working set selection 2) over every
 // example, lowSel being lowPen with −∞ for a shrunk variable, so that a
 // shrunk variable counts neither in gmax2 nor as a candidate, as when the
 // pass walks the active list. It returns gmax2, the maximum of yg + lowSel,
-// and the chosen j with its objective. jScanAVX2 skips the blocks of four
-// in which no example passes the division-sparing filter of the current
-// thr (thr only rises, so a block it skips the Go loop would have skipped
-// too); the Go loop handles the others, example by example, exactly.
+// and the chosen j: the last example whose objective equals the least
+// over the violators, which is the Go loop's choice (it keeps the last t
+// with obj <= the running minimum, and its filter passes every example
+// that could equal it). jPassAVX2 runs the blocks of four with a lane's
+// minimum and last index per residue class, its filter from the lanes'
+// overall minimum as of the block before (a filter that rules out less
+// evaluates more examples, none of which can beat the least); the lanes are
+// merged by value and then by the larger index, and the tail continues as
+// the Go loop.
 func jPassVec(yg, lowSel, qd, ki []float64, kii, gmax float64) (gmax2 float64, jSel int) {
 	n := len(yg)
 	lowSel, qd, ki = lowSel[:n], qd[:n], ki[:n]
 	gmax2, jSel = math.Inf(-1), -1
 	objMin, thr := math.Inf(1), math.Inf(-1)
-	step := func(t int) {
+	n4 := n &^ 3
+	if n4 > 0 {
+		inf := math.Inf(1)
+		vmax := [4]float64{-inf, -inf, -inf, -inf}
+		omin := [4]float64{inf, inf, inf, inf}
+		oidx := [4]int64{-1, -1, -1, -1}
+		jPassAVX2(&yg[0], &lowSel[0], &qd[0], &ki[0], n4, kii, gmax, tau, thrShrink, &vmax, &omin, &oidx)
+		for u := range 4 {
+			// The lanes' maxima, folded in as the loop's test would:
+			// gmax2 only enters gmax + gmax2 < eps, where the sign of
+			// a zero maximum (the one thing the order of the fold
+			// could change) does not matter.
+			if vmax[u] > gmax2 {
+				gmax2 = vmax[u]
+			}
+			if oidx[u] >= 0 && (omin[u] < objMin || (omin[u] == objMin && int(oidx[u]) > jSel)) {
+				objMin, jSel = omin[u], int(oidx[u])
+			}
+		}
+		if jSel >= 0 {
+			thr = -objMin * thrShrink
+		}
+	}
+	for t := n4; t < n; t++ {
 		v := yg[t] + lowSel[t]
 		if v > gmax2 {
 			gmax2 = v
@@ -86,34 +119,29 @@ func jPassVec(yg, lowSel, qd, ki []float64, kii, gmax float64) (gmax2 float64, j
 			quad = tau
 		}
 		if gp*gp < thr*quad {
-			return
+			continue
 		}
 		obj := -gp * gp / quad
 		if obj <= objMin && gd > 0 {
 			objMin, jSel = obj, t
-			thr = -objMin * (1 - 1e-12)
-		}
-	}
-	n4 := n &^ 3
-	vmax := [4]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1), math.Inf(-1)}
-	for t := 0; t < n4; t += 4 {
-		if t = jScanAVX2(&yg[0], &lowSel[0], &qd[0], &ki[0], t, n4, kii, gmax, thr, tau, &vmax); t >= n4 {
-			break
-		}
-		for u := t; u < t+4; u++ {
-			step(u)
-		}
-	}
-	for t := n4; t < n; t++ {
-		step(t)
-	}
-	// The lanes' maxima, folded in as the loop's test would: gmax2 only
-	// enters gmax + gmax2 < eps, where the sign of a zero maximum (the
-	// one thing the order of the fold could change) does not matter.
-	for _, v := range vmax {
-		if v > gmax2 {
-			gmax2 = v
+			thr = -objMin * thrShrink
 		}
 	}
 	return gmax2, jSel
+}
+
+// addRow adds ys[t]·row[t]·d to grad[t] for every t (a warm start's
+// Q·alpha0, one alpha at a time), in AVX2 blocks of four where vec holds:
+// the same floats.
+func addRow(vec bool, grad, ys, row []float64, d float64) {
+	n := len(grad)
+	ys, row = ys[:n], row[:n]
+	t := 0
+	if n4 := n &^ 3; vec && n4 > 0 {
+		addRowAVX2(&grad[0], &ys[0], &row[0], n4, d)
+		t = n4
+	}
+	for ; t < n; t++ {
+		grad[t] += ys[t] * row[t] * d
+	}
 }

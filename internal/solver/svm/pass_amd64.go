@@ -12,4 +12,7 @@ var haveAVX2 = cpu.X86.HasAVX2
 func updateSelectAVX2(yg, ki, kj, upSel *float64, n int, di, dj float64, best *[4]float64, idx *[4]int64)
 
 //go:noescape
-func jScanAVX2(yg, lowSel, qd, ki *float64, t, n int, kii, gmax, thr, tau float64, vmax *[4]float64) int
+func jPassAVX2(yg, lowSel, qd, ki *float64, n int, kii, gmax, tau, shrink float64, vmax, omin *[4]float64, oidx *[4]int64)
+
+//go:noescape
+func addRowAVX2(grad, ys, row *float64, n int, d float64)

@@ -331,8 +331,9 @@ func positivePart(x float64) float64 {
 const tau = 1e-12
 
 // startFrom checks that alpha0 is feasible, copies it to alpha and adds
-// Q·alpha0 to grad; it reports whether some alpha0_i is at its bound.
-func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) (bool, error) {
+// Q·alpha0 to grad (addRow, with vec in AVX2: the same floats); it
+// reports whether some alpha0_i is at its bound.
+func startFrom(vec bool, g *Gram, ys, bound, alpha0, alpha, grad []float64) (bool, error) {
 	n := g.n
 	if len(alpha0) != n {
 		return false, fmt.Errorf("%w: %d starting alphas for %d examples", ErrBadInput, len(alpha0), n)
@@ -355,10 +356,7 @@ func startFrom(g *Gram, ys, bound, alpha0, alpha, grad []float64) (bool, error) 
 		if a == 0 {
 			continue
 		}
-		row, d := g.row(s), a*ys[s]
-		for t := range grad {
-			grad[t] += ys[t] * row[t] * d
-		}
+		addRow(vec, grad, ys, g.row(s), a*ys[s])
 	}
 	return atUpper, nil
 }
@@ -466,11 +464,13 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 	for i := range grad {
 		grad[i] = -1
 	}
+	// vec: the AVX2 passes (pass.go), the same choices as the Go loops.
+	vec := haveAVX2 && !p.goPasses && !p.firstOrder
 	// atUpper: some alpha has been at its upper bound (Solution.BoundFree).
 	atUpper := false
 	if alpha0 != nil {
 		var err error
-		if atUpper, err = startFrom(g, ys, bound, alpha0, alpha, grad); err != nil {
+		if atUpper, err = startFrom(vec, g, ys, bound, alpha0, alpha, grad); err != nil {
 			return Solution{}, err
 		}
 	}
@@ -481,8 +481,6 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 		qd[t] = g.k[t*n+t]
 	}
 	upper := func(t int) bool { return alpha[t] >= bound[t] }
-	// vec: the AVX2 passes (pass.go), the same choices as the Go loops.
-	vec := haveAVX2 && !p.goPasses && !p.firstOrder
 	lower := func(t int) bool { return alpha[t] <= 0 }
 	bound = bound[:n]
 	// The loop works on yg_t = y_t ∇_t, which is exactly y_t times the
@@ -634,7 +632,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				if obj <= objMin && gd > 0 {
 					objMin, jSel = obj, t
 					if !firstOrder {
-						thr = -objMin * (1 - 1e-12)
+						thr = -objMin * thrShrink
 					}
 				}
 			}
@@ -683,7 +681,7 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				if obj <= objMin && gd > 0 {
 					objMin, jSel = obj, t
 					if !firstOrder {
-						thr = -objMin * (1 - 1e-12)
+						thr = -objMin * thrShrink
 					}
 				}
 			}
