@@ -86,9 +86,18 @@ func newKernelDataFrom(cfg Config, rows [][]float64, base, dst []float64) (*kern
 	// exponentials).
 	n := len(rows)
 	for i := range n {
-		for j := i; j < n; j++ {
-			v := k.kernel(base[i*n+j])
-			dst[i*n+j], dst[j*n+i] = v, v
+		row := dst[i*n+i : i*n+n]
+		if cfg.Kernel == KernelPoly {
+			for j, v := range base[i*n+i : i*n+n] {
+				row[j] = k.kernel(v)
+			}
+		} else {
+			// math.Exp(−γ·v), four at a time (the same floats as
+			// kernel's).
+			ovr.ExpScaled(row, base[i*n+i:i*n+n], -gamma)
+		}
+		for j, v := range row[1:] {
+			dst[(i+1+j)*n+i] = v
 		}
 	}
 	return k, k.setGram(n, dst)

@@ -212,3 +212,36 @@ func TestPairBaseMatchesBase(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelMatrixMatchesKernel: every entry of a kernel matrix (RBF
+// through ovr.ExpScaled, four at a time) is kernel's float for its pair,
+// the formula the served scorer applies, for rbf at three widths and poly.
+func TestKernelMatrixMatchesKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 3))
+	rows := make([][]float64, 37)
+	for i := range rows {
+		rows[i] = make([]float64, 7)
+		for k := range rows[i] {
+			rows[i][k] = 3 * r.NormFloat64()
+		}
+	}
+	for _, cfg := range []Config{
+		{Kernel: KernelRBF, Gamma: 0.01, GramLimit: 100},
+		{Kernel: KernelRBF, Gamma: 1, GramLimit: 100},
+		{Kernel: KernelRBF, Gamma: 40, GramLimit: 100},
+		{Kernel: KernelPoly, Gamma: 0.2, Degree: 3, Coef0: 1, GramLimit: 100},
+	} {
+		k, err := newKernelData(cfg, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(rows)
+		for i := range n {
+			for j := range n {
+				if got, want := k.gram.At(i, j), k.kernel(base(cfg, rows[i], rows[j])); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("%s gamma %v: K[%d][%d] = %v, kernel %v", cfg.Kernel, cfg.Gamma, i, j, got, want)
+				}
+			}
+		}
+	}
+}

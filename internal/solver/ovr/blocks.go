@@ -1,5 +1,7 @@
 package ovr
 
+import "math"
+
 // Blocks holds rows in blocks of four, feature-major within a block:
 // v[(b·dim + k)·4 + u] is feature k of row 4b + u (0 past the last row),
 // so that one vector load holds feature k of four rows. BaseRow then
@@ -67,5 +69,31 @@ func (bl *Blocks) BaseRow(poly bool, a []float64, from int, out []float64) {
 		}
 		Base4(poly, a, four[:], &o)
 		copy(out[4*b:], o[:])
+	}
+}
+
+// ExpScaled sets dst[t] = math.Exp(s·src[t]) for every t of src (dst may be
+// src), the RBF kernel's values from squared distances with s = −γ. Where
+// the CPU has AVX2 and FMA it computes four at a time by math.Exp's own
+// steps (blocks_amd64.s), the same floats as math.Exp (TestExpScaledMatchesExp),
+// and calls math.Exp for a block holding an argument beyond ±708 (its
+// overflow and subnormal branches) and for the last few.
+func ExpScaled(dst, src []float64, s float64) {
+	n := len(src)
+	dst = dst[:n]
+	t := 0
+	if n4 := n &^ 3; haveExpAVX2 && n4 > 0 {
+		for t < n4 {
+			if t += expScaledAVX2(&dst[t], &src[t], n4-t, s); t >= n4 {
+				break
+			}
+			for u := t; u < t+4; u++ {
+				dst[u] = math.Exp(s * src[u])
+			}
+			t += 4
+		}
+	}
+	for ; t < n; t++ {
+		dst[t] = math.Exp(s * src[t])
 	}
 }

@@ -13,3 +13,9 @@ func sqDistBlocksAVX2(a *float64, dim int, blk *float64, nb int, out *float64) {
 func dotBlocksAVX2(a *float64, dim int, blk *float64, nb int, out *float64) {
 	panic("ovr: no AVX2 loops on this platform")
 }
+
+const haveExpAVX2 = false
+
+func expScaledAVX2(dst, src *float64, n int, s float64) int {
+	panic("ovr: no AVX2 loops on this platform")
+}

@@ -66,3 +66,51 @@ func TestBaseRowMatchesBase4(t *testing.T) {
 		}
 	}
 }
+
+// TestExpScaledMatchesExp: ExpScaled is math.Exp of s·src bit for bit, on
+// two million arguments spread over [−750, 750] (both of archExp's range
+// checks and its subnormal results), on the squared distances of an RBF
+// kernel, and on the edge values (±0, ±708 and their neighbours, ±Inf,
+// NaN), in blocks and tails of every length. It fails if math.Exp's
+// assembly changes under it, or for a constant, a rounding or a fused
+// step that differs from archExp's.
+func TestExpScaledMatchesExp(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	check := func(name string, src []float64, s float64) {
+		t.Helper()
+		dst := make([]float64, len(src))
+		ExpScaled(dst, src, s)
+		for i, x := range src {
+			want := math.Exp(s * x)
+			if math.Float64bits(dst[i]) != math.Float64bits(want) && !(math.IsNaN(dst[i]) && math.IsNaN(want)) {
+				t.Fatalf("%s: exp(%v · %v) = %v, math.Exp %v", name, s, x, dst[i], want)
+			}
+		}
+	}
+	wide := make([]float64, 2_000_000)
+	for i := range wide {
+		wide[i] = (2*r.Float64() - 1) * 750
+	}
+	check("uniform on [-750, 750]", wide, 1)
+	check("uniform, s = -1", wide, -1)
+	dist := make([]float64, 100_000)
+	for i := range dist {
+		dist[i] = r.ExpFloat64() * 300
+	}
+	check("squared distances, gamma 1/166", dist, -1.0/166)
+	check("squared distances, gamma 4/166", dist, -4.0/166)
+	edges := []float64{0, math.Copysign(0, -1), 708, -708, math.Nextafter(708, 709), math.Nextafter(-708, -709),
+		709.78, -745.2, -746, 1e-300, -1e-300, math.Inf(1), math.Inf(-1), math.NaN(), 1, -1, 0.5}
+	for n := range len(edges) + 1 {
+		check(fmt.Sprintf("edges[:%d]", n), edges[:n], 1)
+		check(fmt.Sprintf("edges[%d:]", n), edges[n:], -1)
+	}
+	// In place, as misvm's kernel matrix maps its pair matrix.
+	in := append([]float64(nil), dist[:1001]...)
+	ExpScaled(in, in, -0.01)
+	for i, x := range dist[:1001] {
+		if want := math.Exp(-0.01 * x); in[i] != want {
+			t.Fatalf("in place: %v, math.Exp %v", in[i], want)
+		}
+	}
+}
