@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/solver/ovr"
 	"github.com/mimlstream/mimlstream/internal/solver/svm"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Kernel names (param kernel).
@@ -207,6 +209,11 @@ type kernelLearner struct {
 	prevPos   []bool
 	// rounds counts the rounds trained.
 	rounds int
+	// scoreAll computes every row's score after each round (one AXPY
+	// per support vector) instead of each row's on request: set where
+	// the rounds score most rows (see fitClasses). all holds them.
+	scoreAll bool
+	all      []float64
 	// boundFree: no alpha of any round's SMO reached its box
 	// (svm.Solution.BoundFree), so a larger C trains the same SVMs.
 	boundFree bool
@@ -276,6 +283,23 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 			l.coef = append(l.coef, c)
 		}
 	}
+	if l.scoreAll {
+		// Every row's score at once, Σ over the support vectors in
+		// their order of coef·K(x_r, ·), one AXPY per support vector
+		// along its row of K (gonum's: a product and a sum rounded
+		// separately): K is symmetric, so each row's sum is the one the
+		// closure below makes, float for float (TestScoreAllMatchesRows).
+		n := l.k.gram.Len()
+		l.all = slices.Grow(l.all[:0], n)[:n]
+		for t := range l.all {
+			l.all[t] = l.b
+		}
+		for u, r := range l.rows {
+			floats.AddScaled(l.all, l.coef[u], l.k.gram.Row(r))
+		}
+		all := l.all
+		return func(row int) float64 { return all[row] }, l.objective(ex, sol, bound, all), nil
+	}
 	score := func(row int) float64 {
 		// K is symmetric (both kernel matrices store each pair's value
 		// twice), so row's own row holds K(x_r, x_row) contiguously.
@@ -286,19 +310,32 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 		}
 		return f
 	}
-	if l.noObjective {
-		return score, 0, nil
+	var all []float64
+	if !l.noObjective {
+		all = make([]float64, l.k.gram.Len())
+		for _, e := range ex {
+			all[e.row] = score(e.row)
+		}
 	}
-	// Primal objective ½‖w‖² + Σ_a bound_a·hinge_a at w = Σ coef_u φ(x_u).
+	return score, l.objective(ex, sol, bound, all), nil
+}
+
+// objective is the round's primal objective ½‖w‖² + Σ_a bound_a·hinge_a
+// at w = Σ coef_u φ(x_u), from the scores of its examples' rows, or 0
+// with noObjective (only restarts read it).
+func (l *kernelLearner) objective(ex []example, sol svm.Solution, bound, scores []float64) float64 {
+	if l.noObjective {
+		return 0
+	}
 	var quad, loss float64
 	for a, e := range ex {
-		f := score(e.row)
+		f := scores[e.row]
 		if sol.Alpha[a] > 0 {
 			quad += sol.Alpha[a] * (f - l.b) * sign(e.pos)
 		}
 		loss += bound[a] * math.Max(0, 1-sign(e.pos)*f)
 	}
-	return score, quad/2 + loss, nil
+	return quad/2 + loss
 }
 
 func sign(b bool) float64 {
