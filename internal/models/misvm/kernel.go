@@ -129,7 +129,7 @@ func pairBaseInto(cfg Config, rows [][]float64, buf []float64) []float64 {
 		poly := cfg.Kernel == KernelPoly
 		for i := range n {
 			b0 := i / 4
-			bl.BaseRow(poly, rows[i], b0, out)
+			bl.BaseRow(poly, rows[i], b0, -1, out)
 			for j, v := range out[i-4*b0 : n-4*b0] {
 				m[i*n+i+j], m[(i+j)*n+i] = v, v
 			}

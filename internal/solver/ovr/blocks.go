@@ -32,13 +32,16 @@ func (bl *Blocks) NumBlocks() int { return (len(bl.rows) + 3) / 4 }
 
 // BaseRow sets out[j − 4·from] to the γ-free part of the kernel between a
 // and row j (Base4's ‖a − row‖² or, with poly, ⟨a, row⟩) for every row j of
-// the blocks from block from on; out needs 4·(NumBlocks() − from) entries,
-// and those past the last row are left with a's value against a zero row.
-// Each value is the float of Base4 and of the one-at-a-time loop: feature
-// by feature in order, a product and a sum rounded separately
-// (TestBaseRowMatchesBase4).
-func (bl *Blocks) BaseRow(poly bool, a []float64, from int, out []float64) {
+// the count blocks from block from on (count < 0: to the last block); out
+// needs 4·count entries, and those past the last row are left with a's
+// value against a zero row. Each value is the float of Base4 and of the
+// one-at-a-time loop: feature by feature in order, a product and a sum
+// rounded separately (TestBaseRowMatchesBase4).
+func (bl *Blocks) BaseRow(poly bool, a []float64, from, count int, out []float64) {
 	nb := bl.NumBlocks() - from
+	if count >= 0 {
+		nb = min(nb, count)
+	}
 	if nb <= 0 {
 		return
 	}

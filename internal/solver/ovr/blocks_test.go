@@ -40,8 +40,20 @@ func TestBaseRowMatchesBase4(t *testing.T) {
 						for i := range out {
 							out[i] = math.NaN()
 						}
-						bl.BaseRow(poly, a, from, out)
-						for j := 4 * from; j < n; j += 4 {
+						// count: all to the end (−1), or some of them,
+						// the rest of out left as it was.
+						count, end := -1, n
+						if r.IntN(2) == 0 {
+							count = 1 + r.IntN(bl.NumBlocks()-from)
+							end = min(n, 4*(from+count))
+						}
+						bl.BaseRow(poly, a, from, count, out)
+						for i := end - 4*from; i < len(out); i++ {
+							if count > 0 && !math.IsNaN(out[i]) && i >= 4*count {
+								t.Fatalf("from block %d, %d blocks: out[%d] written", from, count, i)
+							}
+						}
+						for j := 4 * from; j < end; j += 4 {
 							var four [4][]float64
 							for u := range four {
 								four[u] = zero
@@ -52,7 +64,7 @@ func TestBaseRowMatchesBase4(t *testing.T) {
 							var want [4]float64
 							Base4(poly, a, four[:], &want)
 							for u := range 4 {
-								if j+u >= n {
+								if j+u >= end {
 									break
 								}
 								if got := out[j+u-4*from]; math.Float64bits(got) != math.Float64bits(want[u]) {

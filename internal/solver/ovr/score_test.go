@@ -74,8 +74,9 @@ func TestScoreMatchesOneAtATime(t *testing.T) {
 }
 
 // BenchmarkScoreKernel is one instance's score by an RBF scorer of the
-// size a Musk1 SyMIL model has (119 support vectors of 166 features),
-// four at a time (Score) and one at a time (the reference).
+// size a Musk1 SyMIL model has (119 support vectors of 166 features):
+// through the blocks every validated scorer has (a Model's), four at a
+// time (Score of a scorer without them) and one at a time (the reference).
 func BenchmarkScoreKernel(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	s := randomKernelScorer(r, "rbf", 119, 166)
@@ -83,10 +84,18 @@ func BenchmarkScoreKernel(b *testing.B) {
 	for j := range z {
 		z[j] = r.NormFloat64()
 	}
+	blocked := *s
+	if err := blocked.validate(166); err != nil {
+		b.Fatal(err)
+	}
 	for _, impl := range []struct {
 		name  string
 		score func(*Scorer, []float64) float64
-	}{{"four-at-a-time", (*Scorer).Score}, {"one-at-a-time", scoreOneAtATime}} {
+	}{
+		{"blocks", func(_ *Scorer, z []float64) float64 { return blocked.Score(z) }},
+		{"four-at-a-time", (*Scorer).Score},
+		{"one-at-a-time", scoreOneAtATime},
+	} {
 		b.Run(fmt.Sprintf("impl=%s", impl.name), func(b *testing.B) {
 			var sink float64
 			for b.Loop() {
@@ -96,5 +105,39 @@ func BenchmarkScoreKernel(b *testing.B) {
 				b.Fatal("NaN score")
 			}
 		})
+	}
+}
+
+// TestScoreBlocksMatchesLoop: a validated scorer (every Model's, which
+// scores through its support vectors' blocks, 64 at a time) gives the
+// one-at-a-time loop's float, for both kernels, support vector counts
+// across the chunks of 64 and their remainders modulo 4, and z longer than
+// the support vectors. It fails if a chunk's tail is mis-sized, a
+// coefficient is paired with another support vector's kernel value, or
+// ExpScaled or the blocks' sums differ from the loop's floats.
+func TestScoreBlocksMatchesLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 1))
+	for _, kernel := range []string{"rbf", KernelPoly} {
+		for _, nsv := range []int{1, 2, 3, 4, 5, 63, 64, 65, 66, 67, 128, 131, 250} {
+			for _, dim := range []int{1, 4, 17, 166} {
+				s := randomKernelScorer(r, kernel, nsv, dim)
+				if err := s.validate(dim); err != nil {
+					t.Fatal(err)
+				}
+				if s.blocks == nil {
+					t.Fatal("a validated dense kernel scorer has no blocks")
+				}
+				for trial := range 10 {
+					z := make([]float64, dim+trial%2)
+					for j := range z {
+						z[j] = r.NormFloat64() * math.Pow(10, float64(r.IntN(5)-2))
+					}
+					got, want := s.Score(z), scoreOneAtATime(s, z)
+					if math.Float64bits(got) != math.Float64bits(want) {
+						t.Fatalf("%s, %d support vectors, dim %d: Score %v, one at a time %v", kernel, nsv, dim, got, want)
+					}
+				}
+			}
+		}
 	}
 }
