@@ -107,27 +107,7 @@ func jPassVec(yg, lowSel, qd, ki []float64, kii, gmax float64) (gmax2 float64, j
 			thr = -objMin * thrShrink
 		}
 	}
-	for t := n4; t < n; t++ {
-		v := yg[t] + lowSel[t]
-		if v > gmax2 {
-			gmax2 = v
-		}
-		gd := gmax + v
-		gp := positivePart(gd)
-		quad := kii + qd[t] - 2*ki[t]
-		if quad <= 0 {
-			quad = tau
-		}
-		if gp*gp < thr*quad {
-			continue
-		}
-		obj := -gp * gp / quad
-		if obj <= objMin && gd > 0 {
-			objMin, jSel = obj, t
-			thr = -objMin * thrShrink
-		}
-	}
-	return gmax2, jSel
+	return jPassFrom(yg, lowSel, qd, ki, kii, gmax, false, n4, gmax2, jSel, objMin, thr)
 }
 
 // addRow adds ys[t]·row[t]·d to grad[t] for every t (a warm start's
@@ -144,4 +124,60 @@ func addRow(vec bool, grad, ys, row []float64, d float64) {
 	for ; t < n; t++ {
 		grad[t] += ys[t] * row[t] * d
 	}
+}
+
+// jPassGo is the second-order j pass as a Go loop over every example
+// (lowSel: lowPen with −∞ for a shrunk variable), or by the maximal
+// violation alone with firstOrder: the reference jPassVec is held to, and
+// the pass where there are no AVX2 passes.
+func jPassGo(yg, lowSel, qd, ki []float64, kii, gmax float64, firstOrder bool) (gmax2 float64, jSel int) {
+	return jPassFrom(yg, lowSel, qd, ki, kii, gmax, firstOrder, 0, math.Inf(-1), -1, math.Inf(1), math.Inf(-1))
+}
+
+// jPassFrom runs the j pass's Go loop over the examples from t on, from
+// the running maximum gmax2, choice jSel, its objective objMin and the
+// filter thr.
+//
+// Every example's step is computed, the violators' (gd > 0) and the
+// others' (from max(gd, 0), which is gd for a violator): a branch on gd > 0
+// before the division was mispredicted about as often as not, and cost more
+// than the divisions it spared. The update tests gd > 0 after obj <= objMin,
+// which is rarely true once a violator has been seen, so the choice is the
+// violators' only. thr spares the division for an example that cannot
+// reach objMin: −gp²/quad ≤ objMin needs gp² ≥ −objMin·quad up to the
+// rounding of the division and of the product, so gp² < thr·quad, thr =
+// −objMin·thrShrink, rules out what the exact test would reject, nothing
+// more (before a violator is seen thr is −∞, and it stays −∞ for the
+// first-order rule, which has no division to spare). Few examples pass it
+// once objMin has a violator's value: the division, which bounded the pass,
+// is made for those only, and the choice is the same.
+func jPassFrom(yg, lowSel, qd, ki []float64, kii, gmax float64, firstOrder bool, t int, gmax2 float64, jSel int, objMin, thr float64) (float64, int) {
+	n := len(yg)
+	lowSel, qd, ki = lowSel[:n], qd[:n], ki[:n]
+	for ; t < n; t++ {
+		v := yg[t] + lowSel[t]
+		if v > gmax2 {
+			gmax2 = v
+		}
+		gd := gmax + v
+		gp := positivePart(gd)
+		quad := kii + qd[t] - 2*ki[t]
+		if quad <= 0 {
+			quad = tau
+		}
+		if gp*gp < thr*quad {
+			continue
+		}
+		obj := -gp * gp / quad
+		if firstOrder {
+			obj = -gp
+		}
+		if obj <= objMin && gd > 0 {
+			objMin, jSel = obj, t
+			if !firstOrder {
+				thr = -objMin * thrShrink
+			}
+		}
+	}
+	return gmax2, jSel
 }

@@ -30,32 +30,6 @@ func passInputs(r *rand.Rand, n int) (yg, ki, kj, up, low, qd []float64) {
 	return yg, ki, kj, up, low, qd
 }
 
-// jPassGo is the j pass of SolveBoundedFrom as a Go loop over every
-// example with lowSel (the loop jPassVec stands for).
-func jPassGo(yg, lowSel, qd, ki []float64, kii, gmax float64) (float64, int) {
-	gmax2, jSel, objMin, thr := math.Inf(-1), -1, math.Inf(1), math.Inf(-1)
-	for t := range yg {
-		v := yg[t] + lowSel[t]
-		if v > gmax2 {
-			gmax2 = v
-		}
-		gd := gmax + v
-		gp := positivePart(gd)
-		quad := kii + qd[t] - 2*ki[t]
-		if quad <= 0 {
-			quad = tau
-		}
-		if gp*gp < thr*quad {
-			continue
-		}
-		if obj := -gp * gp / quad; obj <= objMin && gd > 0 {
-			objMin, jSel = obj, t
-			thr = -objMin * (1 - 1e-12)
-		}
-	}
-	return gmax2, jSel
-}
-
 // TestPassesMatchGo: the AVX2 passes give the Go loops' results on inputs
 // full of ties and −∞ penalties, for every length from 0 to 40 and a few
 // longer (blocks of four and a tail): updateSelectVec the same yg, bit for
@@ -93,7 +67,7 @@ func TestPassesMatchGo(t *testing.T) {
 				continue
 			}
 			kii, gmax := 1+float64(r.IntN(3))/4, float64(r.IntN(9)-2)/4
-			w2, wj := jPassGo(yg, low, qd, ki, kii, gmax)
+			w2, wj := jPassGo(yg, low, qd, ki, kii, gmax, false)
 			g2, gj := jPassVec(yg, low, qd, ki, kii, gmax)
 			if gj != wj || g2 != w2 {
 				t.Fatalf("n=%d trial %d: j pass chose %d (gmax2 %v), Go loop %d (%v)", n, trial, gj, g2, wj, w2)

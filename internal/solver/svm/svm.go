@@ -602,10 +602,11 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 			ki := g.row(iSel)
 			gmax2, jSel = jPassVec(yg, lowSel, qd, ki, ki[iSel], gmax)
 		} else if iSel >= 0 && p.Shrinking && len(act) < n {
-			// The j pass below over the active variables only. It is
-			// written twice because walking an index list where all
-			// variables are active cost the unshrunk solver 8–11%
-			// (BenchmarkSolve, benchstat, 6 runs).
+			// The j pass over the active variables only: jPassFrom's
+			// loop walking act. It is a loop of its own because
+			// walking an index list where all variables are active
+			// cost the unshrunk solver 8–11% (BenchmarkSolve,
+			// benchstat, 6 runs).
 			ki := g.row(iSel)[:n]
 			kii := ki[iSel]
 			yg, lowPen, qd := yg[:n], lowPen[:n], qd[:n]
@@ -637,54 +638,8 @@ func SolveBoundedFrom(ctx context.Context, g *Gram, y []bool, bound, alpha0 []fl
 				}
 			}
 		} else if iSel >= 0 {
-			ki := g.row(iSel)[:n]
-			kii := ki[iSel]
-			yg, lowPen, qd := yg[:n], lowPen[:n], qd[:n]
-			// Every example's step is computed, the violators'
-			// (gd > 0) and the others' (from max(gd, 0), which is
-			// gd for a violator): a branch on gd > 0 before the
-			// division was mispredicted about as often as not, and
-			// cost more than the divisions it spared. The update
-			// tests gd > 0 after obj <= objMin, which is rarely true
-			// once a violator has been seen, so the choice is the
-			// violators' only, as before.
-			firstOrder := p.firstOrder
-			// thr spares the division for an example that cannot
-			// reach objMin: −gp²/quad ≤ objMin needs gp² ≥
-			// −objMin·quad up to the rounding of the division and of
-			// the product, so gp² < thr·quad, thr = −objMin·(1 − 10⁻¹²),
-			// rules out what the exact test would reject, nothing
-			// more (before a violator is seen thr is −∞, and it stays
-			// −∞ for the first-order rule, which has no division to
-			// spare). Few examples pass it once objMin has a violator's
-			// value: the division, which bounded the pass, is made for
-			// those only, and the choice is the same.
-			thr := math.Inf(-1)
-			for t := 0; t < n; t++ {
-				v := yg[t] + lowPen[t]
-				if v > gmax2 {
-					gmax2 = v
-				}
-				gd := gmax + v
-				gp := positivePart(gd)
-				quad := kii + qd[t] - 2*ki[t]
-				if quad <= 0 {
-					quad = tau
-				}
-				if gp*gp < thr*quad {
-					continue
-				}
-				obj := -gp * gp / quad
-				if firstOrder {
-					obj = -gp
-				}
-				if obj <= objMin && gd > 0 {
-					objMin, jSel = obj, t
-					if !firstOrder {
-						thr = -objMin * thrShrink
-					}
-				}
-			}
+			ki := g.row(iSel)
+			gmax2, jSel = jPassGo(yg, lowSel, qd, ki, ki[iSel], gmax, p.firstOrder)
 		}
 		converged := iSel < 0 || jSel < 0 || gmax+gmax2 < eps
 		if reopened {
