@@ -18,4 +18,10 @@
 // (n² float64s): the data sets this project trains on have a few thousand
 // examples at most, and the grid search reuses one Gram matrix for every C
 // and every cross-validation fold.
+//
+// Each iteration makes two passes over the examples (the gradient update
+// with the next i's search, and the j search); on amd64 with AVX2 they run
+// four examples at a time (pass_amd64.s) and take the same decisions on the
+// same floats as the Go loops in pass.go, which the tests hold them to bit
+// for bit and which run elsewhere (or with -tags purego).
 package svm
