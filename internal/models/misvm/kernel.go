@@ -119,20 +119,22 @@ func pairBase(cfg Config, rows [][]float64) []float64 {
 func pairBaseInto(cfg Config, rows [][]float64, buf []float64) []float64 {
 	n := len(rows)
 	m := grow(buf, n*n)
-	if n > 0 {
-		// Row i against the blocks of four from the one holding row i:
-		// ovr.Blocks' AVX2 sums, the same floats as base4's (the
-		// entries left of the diagonal in the first block are not
-		// written: the mirror of the rows before writes them).
-		bl := ovr.NewBlocks(rows, len(rows[0]))
-		out := make([]float64, 4*bl.NumBlocks())
-		poly := cfg.Kernel == KernelPoly
-		for i := range n {
-			b0 := i / 4
-			bl.BaseRow(poly, rows[i], b0, -1, out)
-			for j, v := range out[i-4*b0 : n-4*b0] {
-				m[i*n+i+j], m[(i+j)*n+i] = v, v
-			}
+	if n == 0 {
+		return m
+	}
+	// Row i against the blocks of four from the one holding row i
+	// (ovr.Blocks: AVX2 where the CPU has it, each entry the float of the
+	// one-at-a-time sum, TestPairBaseMatchesBase); the entries left of the
+	// diagonal in the first block are not written: the mirror of the rows
+	// before writes them.
+	bl := ovr.NewBlocks(rows, len(rows[0]))
+	out := make([]float64, 4*bl.NumBlocks())
+	poly := cfg.Kernel == KernelPoly
+	for i := range n {
+		b0 := i / 4
+		bl.BaseRow(poly, rows[i], b0, -1, out)
+		for j, v := range out[i-4*b0 : n-4*b0] {
+			m[i*n+i+j], m[(i+j)*n+i] = v, v
 		}
 	}
 	return m
@@ -147,22 +149,7 @@ func grow(buf []float64, n int) []float64 {
 	return buf[:n]
 }
 
-// base is the gamma-free part of the kernel between a and b (pairBase).
-// ‖a − b‖² and ‖b − a‖² are the same float: a − b rounds to the negation
-// of b − a.
-func base(cfg Config, a, b []float64) float64 {
-	if cfg.Kernel == KernelPoly {
-		return dot(a, b)
-	}
-	d := 0.0
-	for j, v := range a {
-		e := v - b[j]
-		d += e * e
-	}
-	return d
-}
-
-// kernel is the kernel value for the base value v (see base): the formula
+// kernel is the kernel value for the base value v (see pairBase): the formula
 // ovr.Scorer applies at annotation time (TestKernelScoresMatchServedModel
 // holds them together).
 func (k *kernelData) kernel(v float64) float64 {
@@ -298,7 +285,8 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 			floats.AddScaled(l.all, l.coef[u], l.k.gram.Row(r))
 		}
 		all := l.all
-		return func(row int) float64 { return all[row] }, l.objective(ex, sol, bound, all), nil
+		score := func(row int) float64 { return all[row] }
+		return score, l.objective(ex, sol, bound, score), nil
 	}
 	score := func(row int) float64 {
 		// K is symmetric (both kernel matrices store each pair's value
@@ -310,26 +298,19 @@ func (l *kernelLearner) train(ctx context.Context, ex []example) (func(int) floa
 		}
 		return f
 	}
-	var all []float64
-	if !l.noObjective {
-		all = make([]float64, l.k.gram.Len())
-		for _, e := range ex {
-			all[e.row] = score(e.row)
-		}
-	}
-	return score, l.objective(ex, sol, bound, all), nil
+	return score, l.objective(ex, sol, bound, score), nil
 }
 
 // objective is the round's primal objective ½‖w‖² + Σ_a bound_a·hinge_a
-// at w = Σ coef_u φ(x_u), from the scores of its examples' rows, or 0
-// with noObjective (only restarts read it).
-func (l *kernelLearner) objective(ex []example, sol svm.Solution, bound, scores []float64) float64 {
+// at w = Σ coef_u φ(x_u), from the round's scores, or 0 with noObjective
+// (only restarts read it).
+func (l *kernelLearner) objective(ex []example, sol svm.Solution, bound []float64, score func(int) float64) float64 {
 	if l.noObjective {
 		return 0
 	}
 	var quad, loss float64
 	for a, e := range ex {
-		f := scores[e.row]
+		f := score(e.row)
 		if sol.Alpha[a] > 0 {
 			quad += sol.Alpha[a] * (f - l.b) * sign(e.pos)
 		}

@@ -296,3 +296,19 @@ func TestScoreAllMatchesRows(t *testing.T) {
 		}
 	}
 }
+
+// base is the gamma-free part of the kernel between a and b, one pair at a
+// time: the reference pairBase's entries must equal.
+// ‖a − b‖² and ‖b − a‖² are the same float: a − b rounds to the negation
+// of b − a.
+func base(cfg Config, a, b []float64) float64 {
+	if cfg.Kernel == KernelPoly {
+		return dot(a, b)
+	}
+	d := 0.0
+	for j, v := range a {
+		e := v - b[j]
+		d += e * e
+	}
+	return d
+}

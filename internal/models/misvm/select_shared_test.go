@@ -190,13 +190,7 @@ func (fd *sharedFold) kernelFor(c candidate, buf *kernelBuffers) (*kernelData, [
 
 // baseRow writes the base of a against each of rows into dst.
 func baseRow(cfg Config, a []float64, rows [][]float64, dst []float64) {
-	var v [4]float64
-	j := 0
-	for ; j+4 <= len(rows); j += 4 {
-		ovr.Base4(cfg.Kernel == KernelPoly, a, rows[j:j+4], &v)
-		copy(dst[j:j+4], v[:])
-	}
-	for ; j < len(rows); j++ {
-		dst[j] = base(cfg, a, rows[j])
+	for j, b := range rows {
+		dst[j] = base(cfg, a, b)
 	}
 }

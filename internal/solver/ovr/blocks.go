@@ -5,7 +5,7 @@ import "math"
 // Blocks holds rows in blocks of four, feature-major within a block:
 // v[(b·dim + k)·4 + u] is feature k of row 4b + u (0 past the last row),
 // so that one vector load holds feature k of four rows. BaseRow then
-// computes four of Base4's sums per instruction where the CPU has AVX2
+// computes four of base4's sums per instruction where the CPU has AVX2
 // (blocks_amd64.s), each still the float of the one-at-a-time loop.
 type Blocks struct {
 	rows [][]float64
@@ -31,12 +31,12 @@ func NewBlocks(rows [][]float64, dim int) *Blocks {
 func (bl *Blocks) NumBlocks() int { return (len(bl.rows) + 3) / 4 }
 
 // BaseRow sets out[j − 4·from] to the γ-free part of the kernel between a
-// and row j (Base4's ‖a − row‖² or, with poly, ⟨a, row⟩) for every row j of
+// and row j (base4's ‖a − row‖² or, with poly, ⟨a, row⟩) for every row j of
 // the count blocks from block from on (count < 0: to the last block); out
 // needs 4·count entries, and those past the last row are left with a's
-// value against a zero row. Each value is the float of Base4 and of the
+// value against a zero row. Each value is the float of base4 and of the
 // one-at-a-time loop: feature by feature in order, a product and a sum
-// rounded separately (TestBaseRowMatchesBase4).
+// rounded separately (TestBaseRowMatchesbase4).
 func (bl *Blocks) BaseRow(poly bool, a []float64, from, count int, out []float64) {
 	nb := bl.NumBlocks() - from
 	if count >= 0 {
@@ -70,7 +70,7 @@ func (bl *Blocks) BaseRow(poly bool, a []float64, from, count int, out []float64
 				four[u] = bl.rows[r]
 			}
 		}
-		Base4(poly, a, four[:], &o)
+		base4(poly, a, four[:], &o)
 		copy(out[4*b:], o[:])
 	}
 }

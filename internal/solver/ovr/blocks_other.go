@@ -3,7 +3,7 @@
 package ovr
 
 // haveAVX2 is false off amd64 (or with the purego tag): BaseRow runs
-// Base4.
+// base4.
 const haveAVX2 = false
 
 func sqDistBlocksAVX2(a *float64, dim int, blk *float64, nb int, out *float64) {

@@ -8,7 +8,7 @@ import (
 )
 
 // TestBaseRowMatchesBase4: BaseRow gives, for every row from its first
-// block on, Base4's float bit for bit (which is the one-at-a-time loop's),
+// block on, base4's float bit for bit (which is the one-at-a-time loop's),
 // for both kernels, dimensions 0 to 9 and Musk1's 166, row counts that
 // leave a partial last block, every starting block, and values whose
 // rounding depends on the order of the sums. It catches a lane or block
@@ -62,13 +62,13 @@ func TestBaseRowMatchesBase4(t *testing.T) {
 								}
 							}
 							var want [4]float64
-							Base4(poly, a, four[:], &want)
+							base4(poly, a, four[:], &want)
 							for u := range 4 {
 								if j+u >= end {
 									break
 								}
 								if got := out[j+u-4*from]; math.Float64bits(got) != math.Float64bits(want[u]) {
-									t.Fatalf("from block %d, row %d: %v, Base4 %v", from, j+u, got, want[u])
+									t.Fatalf("from block %d, row %d: %v, base4 %v", from, j+u, got, want[u])
 								}
 							}
 						}

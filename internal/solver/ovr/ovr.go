@@ -239,56 +239,17 @@ func (s *Scorer) Score(z []float64) float64 {
 	if s.SparseSV != nil {
 		return s.scoreSparseSV(z)
 	}
-	if s.blocks != nil {
-		return s.scoreBlocks(z)
-	}
-	// Four support vectors at a time: each one's sum still runs over the
-	// features in order (the same floats as one at a time, and the same
-	// sum of the terms in support-vector order), but the four sums are
-	// independent, so they overlap instead of each waiting on its own
-	// previous addition. One at a time, that latency bounded a kernel
-	// model's annotation (BenchmarkScoreKernel).
-	v := s.B
-	poly := s.Kernel == KernelPoly
-	k := func(d float64) float64 {
-		if poly {
-			return math.Pow(s.Gamma*d+s.Coef0, float64(s.Degree))
-		}
-		return math.Exp(-s.Gamma * d)
-	}
-	u := 0
-	for ; u+4 <= len(s.SV); u += 4 {
-		var d [4]float64
-		Base4(poly, z[:len(s.SV[u])], s.SV[u:u+4], &d)
-		for i := range 4 {
-			v += s.Beta[u+i] * k(d[i])
-		}
-	}
-	for ; u < len(s.SV); u++ {
-		d := 0.0
-		if poly {
-			for j, x := range s.SV[u] {
-				d += x * z[j]
-			}
-		} else {
-			for j, x := range s.SV[u] {
-				e := x - z[j]
-				d += e * e
-			}
-		}
-		v += s.Beta[u] * k(d)
-	}
-	return v
+	return s.scoreBlocks(z)
 }
 
-// Base4 sets out[i] to the γ-free part of the kernel between a and b[i]:
+// base4 sets out[i] to the γ-free part of the kernel between a and b[i]:
 // ‖a − b[i]‖² for rbf, ⟨a, b[i]⟩ for poly. The four sums are interleaved,
 // but each is still accumulated feature by feature in order, so each is the
 // float of the one-at-a-time loop (and the same with a and b[i] swapped:
 // a − b rounds to the negation of b − a), while the four independent
-// additions per feature hide the latency of one sum's chain. misvm's
-// kernel matrix and the kernel scorer both use it.
-func Base4(poly bool, a []float64, b [][]float64, out *[4]float64) {
+// additions per feature hide the latency of one sum's chain. It is
+// Blocks.BaseRow where there are no AVX2 loops.
+func base4(poly bool, a []float64, b [][]float64, out *[4]float64) {
 	b0, b1, b2, b3 := b[0][:len(a)], b[1][:len(a)], b[2][:len(a)], b[3][:len(a)]
 	var d0, d1, d2, d3 float64
 	if poly {
@@ -310,20 +271,29 @@ func Base4(poly bool, a []float64, b [][]float64, out *[4]float64) {
 	*out = [4]float64{d0, d1, d2, d3}
 }
 
-// scoreBlocks is Score of a dense kernel scorer through s.blocks, up to
-// 64 support vectors at a time: their distances (or inner products) four
-// at a time in AVX2, their kernel values (ExpScaled: math.Exp's floats),
-// then the sum of Beta_u·K_u in support-vector order: the floats of the
-// loop below it (TestScoreBlocksMatchesLoop).
+// scoreBlocks is Score of a dense kernel scorer through its support
+// vectors' blocks, up to 64 support vectors at a time: their distances (or
+// inner products) four at a time in AVX2, their kernel values (ExpScaled:
+// math.Exp's floats), then the sum of Beta_u·K_u in support-vector order,
+// the floats of the one-at-a-time loop (TestScoreMatchesOneAtATime). A
+// Model's scorers have their blocks from validate; a scorer used outside
+// one (tests) lays them out per call.
 func (s *Scorer) scoreBlocks(z []float64) float64 {
+	bl := s.blocks
+	if bl == nil {
+		if len(s.SV) == 0 {
+			return s.B
+		}
+		bl = NewBlocks(s.SV, len(s.SV[0]))
+	}
 	var buf [64]float64
 	v := s.B
 	poly := s.Kernel == KernelPoly
-	nb := s.blocks.NumBlocks()
+	nb := bl.NumBlocks()
 	for b := 0; b < nb; b += len(buf) / 4 {
 		c := min(len(buf)/4, nb-b)
 		d := buf[:4*c]
-		s.blocks.BaseRow(poly, z, b, c, d)
+		bl.BaseRow(poly, z, b, c, d)
 		d = d[:min(len(d), len(s.SV)-4*b)]
 		if poly {
 			for i, x := range d {

@@ -8,7 +8,7 @@ import (
 )
 
 // scoreOneAtATime is the kernel scorer as it was before the support
-// vectors were taken four at a time: the reference Score must equal.
+// vectors were taken in blocks: the reference Score must equal.
 func scoreOneAtATime(s *Scorer, z []float64) float64 {
 	v := s.B
 	for u, sv := range s.SV {
@@ -46,26 +46,44 @@ func randomKernelScorer(r *rand.Rand, kernel string, nsv, dim int) *Scorer {
 	return s
 }
 
-// TestScoreMatchesOneAtATime holds the four-at-a-time kernel scorer to the
-// one-at-a-time loop bit for bit, for every remainder of the support
-// vector count modulo 4 and both kernels, with z longer than the support
-// vectors as well (only the first dim features count). It fails if a
-// feature is skipped or repeated, the terms are added out of support
-// vector order, or a lane reads another support vector's coefficient.
+// TestScoreMatchesOneAtATime holds the kernel scorer (its support vectors'
+// blocks, 64 at a time) to the one-at-a-time loop bit for bit, validated
+// (blocks laid out once, as every Model's scorer) or not (laid out per
+// call), for both kernels, support vector counts across the chunks of 64
+// and every remainder modulo 4, and z longer than the support vectors (only
+// the first dim features count). It fails if a feature is skipped or
+// repeated, the terms are added out of support vector order, a chunk's tail
+// is mis-sized, a coefficient is paired with another support vector's
+// kernel value, or ExpScaled or the blocks' sums differ from the loop's
+// floats.
 func TestScoreMatchesOneAtATime(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
+	counts := []int{63, 64, 65, 66, 67, 128, 131, 250}
+	for nsv := range 14 {
+		counts = append(counts, nsv)
+	}
 	for _, kernel := range []string{"rbf", KernelPoly} {
-		for nsv := range 14 {
+		for _, nsv := range counts {
 			for _, dim := range []int{1, 3, 4, 17, 166} {
-				s := randomKernelScorer(r, kernel, nsv, dim)
-				for trial := range 20 {
-					z := make([]float64, dim+trial%2)
-					for j := range z {
-						z[j] = r.NormFloat64() * math.Pow(10, float64(r.IntN(5)-2))
+				for _, validated := range []bool{false, true} {
+					s := randomKernelScorer(r, kernel, nsv, dim)
+					if validated {
+						if err := s.validate(dim); err != nil {
+							t.Fatal(err)
+						}
+						if nsv > 0 && s.blocks == nil {
+							t.Fatal("a validated dense kernel scorer has no blocks")
+						}
 					}
-					got, want := s.Score(z), scoreOneAtATime(s, z)
-					if math.Float64bits(got) != math.Float64bits(want) {
-						t.Fatalf("%s, %d support vectors, dim %d: Score %v, one at a time %v", kernel, nsv, dim, got, want)
+					for trial := range 10 {
+						z := make([]float64, dim+trial%2)
+						for j := range z {
+							z[j] = r.NormFloat64() * math.Pow(10, float64(r.IntN(5)-2))
+						}
+						got, want := s.Score(z), scoreOneAtATime(s, z)
+						if math.Float64bits(got) != math.Float64bits(want) {
+							t.Fatalf("%s, %d support vectors, dim %d, validated %v: Score %v, one at a time %v", kernel, nsv, dim, validated, got, want)
+						}
 					}
 				}
 			}
@@ -75,8 +93,8 @@ func TestScoreMatchesOneAtATime(t *testing.T) {
 
 // BenchmarkScoreKernel is one instance's score by an RBF scorer of the
 // size a Musk1 SyMIL model has (119 support vectors of 166 features):
-// through the blocks every validated scorer has (a Model's), four at a
-// time (Score of a scorer without them) and one at a time (the reference).
+// through the blocks a Model's scorers have, and one at a time (the
+// reference).
 func BenchmarkScoreKernel(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	s := randomKernelScorer(r, "rbf", 119, 166)
@@ -93,7 +111,6 @@ func BenchmarkScoreKernel(b *testing.B) {
 		score func(*Scorer, []float64) float64
 	}{
 		{"blocks", func(_ *Scorer, z []float64) float64 { return blocked.Score(z) }},
-		{"four-at-a-time", (*Scorer).Score},
 		{"one-at-a-time", scoreOneAtATime},
 	} {
 		b.Run(fmt.Sprintf("impl=%s", impl.name), func(b *testing.B) {
@@ -105,39 +122,5 @@ func BenchmarkScoreKernel(b *testing.B) {
 				b.Fatal("NaN score")
 			}
 		})
-	}
-}
-
-// TestScoreBlocksMatchesLoop: a validated scorer (every Model's, which
-// scores through its support vectors' blocks, 64 at a time) gives the
-// one-at-a-time loop's float, for both kernels, support vector counts
-// across the chunks of 64 and their remainders modulo 4, and z longer than
-// the support vectors. It fails if a chunk's tail is mis-sized, a
-// coefficient is paired with another support vector's kernel value, or
-// ExpScaled or the blocks' sums differ from the loop's floats.
-func TestScoreBlocksMatchesLoop(t *testing.T) {
-	r := rand.New(rand.NewPCG(6, 1))
-	for _, kernel := range []string{"rbf", KernelPoly} {
-		for _, nsv := range []int{1, 2, 3, 4, 5, 63, 64, 65, 66, 67, 128, 131, 250} {
-			for _, dim := range []int{1, 4, 17, 166} {
-				s := randomKernelScorer(r, kernel, nsv, dim)
-				if err := s.validate(dim); err != nil {
-					t.Fatal(err)
-				}
-				if s.blocks == nil {
-					t.Fatal("a validated dense kernel scorer has no blocks")
-				}
-				for trial := range 10 {
-					z := make([]float64, dim+trial%2)
-					for j := range z {
-						z[j] = r.NormFloat64() * math.Pow(10, float64(r.IntN(5)-2))
-					}
-					got, want := s.Score(z), scoreOneAtATime(s, z)
-					if math.Float64bits(got) != math.Float64bits(want) {
-						t.Fatalf("%s, %d support vectors, dim %d: Score %v, one at a time %v", kernel, nsv, dim, got, want)
-					}
-				}
-			}
-		}
 	}
 }

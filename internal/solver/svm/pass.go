@@ -15,10 +15,15 @@ import "math"
 // tie), from −MaxFloat64 and −1: upSel is 0 or −∞, so only a member of
 // I_up can be chosen.
 func updateSelect(yg, ki, kj, upSel []float64, di, dj float64) (float64, int) {
+	return updateSelectFrom(yg, ki, kj, upSel, di, dj, 0, -math.MaxFloat64, -1)
+}
+
+// updateSelectFrom runs updateSelect's loop from t on, from the running
+// maximum gmax at iSel.
+func updateSelectFrom(yg, ki, kj, upSel []float64, di, dj float64, t int, gmax float64, iSel int) (float64, int) {
 	n := len(yg)
 	ki, kj, upSel = ki[:n], kj[:n], upSel[:n]
-	gmax, iSel := -math.MaxFloat64, -1
-	for t := 0; t < n; t++ {
+	for ; t < n; t++ {
 		gt := yg[t] + (ki[t]*di + kj[t]*dj)
 		yg[t] = gt
 		if v := upSel[t] - gt; v >= gmax {
@@ -51,14 +56,7 @@ func updateSelectVec(yg, ki, kj, upSel []float64, di, dj float64) (float64, int)
 			gmax, iSel = best[u], int(idx[u])
 		}
 	}
-	for t := n4; t < n; t++ {
-		gt := yg[t] + (ki[t]*di + kj[t]*dj)
-		yg[t] = gt
-		if v := upSel[t] - gt; v >= gmax {
-			gmax, iSel = v, t
-		}
-	}
-	return gmax, iSel
+	return updateSelectFrom(yg, ki, kj, upSel, di, dj, n4, gmax, iSel)
 }
 
 // thrShrink is the factor of the j pass's filter: an example whose
