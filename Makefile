@@ -27,10 +27,11 @@ demo:
 # a tenth of the end-to-end rate; one sub-benchmark per output compression
 # (MIMLSTREAM_BENCH_CODECS=none,lz4,zstd to change) and, in each, per wire
 # format of bags and annotations (MIMLSTREAM_BENCH_WIRES=json,protobuf).
-# 20 passes of the 591 MSCV2 bags per rate (and 47,000 raw messages): at 5
-# a rate was a tenth of a second of work, and one scheduling hiccup moved
-# it by half. MIMLSTREAM_BENCH_CPUPROFILE=FILE (relative to internal/e2e)
-# profiles the saturating passes alone.
+# 20 copies of the 591 MSCV2 bags per rate, the saturating ones as one
+# stream (and at least 200,000 raw messages): at 5 a rate was a tenth of a
+# second of work, and one scheduling hiccup moved it by half.
+# MIMLSTREAM_BENCH_CPUPROFILE=FILE (relative to internal/e2e) profiles the
+# saturating stream alone.
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 20x -timeout 30m ./internal/e2e/
 

@@ -182,7 +182,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	runPass(b, ctx, pub, ds, "warm", 1, arrivals, 0)
 
 	// MIMLSTREAM_BENCH_CPUPROFILE=FILE writes a CPU profile of the
-	// saturating passes alone (not of the model's training, the raw
+	// saturating stream alone (not of the model's training, the raw
 	// produce or the paced passes): what bounds the end-to-end rate.
 	stopProfile := startProfile(b, os.Getenv("MIMLSTREAM_BENCH_CPUPROFILE"))
 	b.ResetTimer()
