@@ -1,0 +1,230 @@
+package text
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kljensen/snowball/english"
+	"github.com/twmb/murmur3"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
+
+// TF is the weighting of a term's signed count v in a passage.
+type TF string
+
+// The term weightings.
+const (
+	// Raw keeps v.
+	Raw TF = "raw"
+	// Log is sign(v)·(1+ln|v|): a word said five times is not five times
+	// the evidence.
+	Log TF = "log"
+)
+
+// DefaultDim is the hashed feature dimension (2^18).
+const DefaultDim = 1 << 18
+
+// FeaturizerName and FeaturizerVersion identify this featurizer; the
+// version changes whenever the same settings would give other vectors.
+const (
+	FeaturizerName    = "text-hash"
+	FeaturizerVersion = 1
+)
+
+// ErrFeaturizer marks bad featurizer settings.
+var ErrFeaturizer = errors.New("bad text featurizer settings")
+
+// Featurizer turns a document into passages and their sparse vectors.
+// The zero value is Andrews et al.'s windows, DefaultDim features and Log
+// term weights.
+type Featurizer struct {
+	Segmentation
+	Dim int `json:"dim,omitempty"`
+	TF  TF  `json:"tf,omitempty"`
+	// L2 normalises each passage's vector. Leave it false when a model
+	// applies IDF (Weighting), which normalises after weighting.
+	L2 bool `json:"l2,omitempty"`
+}
+
+// Normalized returns f with its defaults filled in, or an error.
+func (f Featurizer) Normalized() (Featurizer, error) {
+	s, err := f.Segmentation.Normalized()
+	if err != nil {
+		return f, err
+	}
+	f.Segmentation = s
+	if f.Dim == 0 {
+		f.Dim = DefaultDim
+	}
+	if f.Dim < 1 || f.Dim > math.MaxInt32 {
+		return f, fmt.Errorf("%w: dim %d outside [1, 2^31)", ErrFeaturizer, f.Dim)
+	}
+	switch f.TF {
+	case "":
+		f.TF = Log
+	case Raw, Log:
+	default:
+		return f, fmt.Errorf("%w: tf %q (want %s or %s)", ErrFeaturizer, f.TF, Raw, Log)
+	}
+	return f, nil
+}
+
+// Params returns f's settings as the key=value pairs of its identity.
+func (f Featurizer) Params() map[string]string {
+	p := map[string]string{
+		"segmenter": string(f.Segmenter), "dim": strconv.Itoa(f.Dim), "tf": string(f.TF),
+		"l2": strconv.FormatBool(f.L2), "stop": "snowball-english", "stem": "snowball-english",
+		"hash": "murmur3-32-signed",
+	}
+	if f.Segmenter == Windows {
+		p["window"], p["stride"] = strconv.Itoa(f.Window), strconv.Itoa(f.Stride)
+	}
+	return p
+}
+
+// Identity is the featurizer's name, version and settings in one string,
+// sorted by key: two bags with the same identity were featurized alike.
+func (f Featurizer) Identity() string {
+	p := f.Params()
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/v%d", FeaturizerName, FeaturizerVersion)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", k, p[k])
+	}
+	return b.String()
+}
+
+// Document is a featurized document: its passages and, at the same index,
+// their vectors (of dimension Featurizer.Dim).
+type Document struct {
+	Passages  []Span
+	Instances []mil.SparseVec
+}
+
+// Term returns the term a word contributes (lower-cased, stemmed), or ""
+// when it contributes none (one code point, or a stop word).
+func Term(word string) string {
+	w := strings.ToLower(word)
+	if runeCount(w) < 2 || english.IsStopWord(w) {
+		return ""
+	}
+	return english.Stem(w, true)
+}
+
+// Hash returns the feature and sign of a term in dimension dim, as
+// scikit-learn's HashingVectorizer(alternate_sign=True) computes them.
+func Hash(term string, dim int) (idx int32, sign float64) {
+	h := int32(murmur3.StringSum32(term))
+	switch {
+	case h == math.MinInt32:
+		// |h| overflows; scikit-learn's documented replacement.
+		idx = int32((math.MaxInt32 - (dim - 1)) % dim)
+	case h < 0:
+		idx = int32(int(-h) % dim)
+	default:
+		idx = int32(int(h) % dim)
+	}
+	if h < 0 {
+		return idx, -1
+	}
+	return idx, 1
+}
+
+// hashed is a word's feature (idx < 0: none) and sign.
+type hashed struct {
+	idx  int32
+	sign float64
+}
+
+// Featurize splits doc into passages and computes their vectors. An
+// invalid document yields an error wrapping ErrInvalidUTF8; a passage with
+// no term gets an empty vector (it is still an instance, with its span).
+func (f Featurizer) Featurize(doc string) (Document, error) {
+	f, err := f.Normalized()
+	if err != nil {
+		return Document{}, err
+	}
+	if err := CheckUTF8(doc); err != nil {
+		return Document{}, err
+	}
+	ws := words(doc, 0, 0, make([]Word, 0, len(doc)/6))
+	spans, err := f.Segment(doc, ws)
+	if err != nil {
+		return Document{}, err
+	}
+	// Each word is stemmed and hashed once, however many windows hold it,
+	// and each distinct word form once per document.
+	hs := make([]hashed, len(ws))
+	memo := make(map[string]hashed, len(ws)/2)
+	for i, w := range ws {
+		h, ok := memo[w.Text]
+		if !ok {
+			h = hashed{idx: -1}
+			if t := Term(w.Text); t != "" {
+				h.idx, h.sign = Hash(t, f.Dim)
+			}
+			memo[w.Text] = h
+		}
+		hs[i] = h
+	}
+	out := Document{Passages: spans, Instances: make([]mil.SparseVec, len(spans))}
+	var buf []hashed
+	for p, sp := range spans {
+		lo := sort.Search(len(ws), func(i int) bool { return ws[i].ByteStart >= sp.ByteStart })
+		buf = buf[:0]
+		for i := lo; i < len(ws) && ws[i].ByteEnd <= sp.ByteEnd; i++ {
+			if hs[i].idx >= 0 {
+				buf = append(buf, hs[i])
+			}
+		}
+		out.Instances[p] = f.vector(buf)
+	}
+	return out, nil
+}
+
+// vector sums the signed terms of one passage per feature and weights
+// them. It sorts hs.
+func (f Featurizer) vector(hs []hashed) mil.SparseVec {
+	slices.SortFunc(hs, func(a, b hashed) int { return int(a.idx - b.idx) })
+	var v mil.SparseVec
+	for i := 0; i < len(hs); {
+		j, s := i, 0.0
+		for ; j < len(hs) && hs[j].idx == hs[i].idx; j++ {
+			s += hs[j].sign
+		}
+		if s != 0 {
+			if f.TF == Log {
+				s = math.Copysign(1+math.Log(math.Abs(s)), s)
+			}
+			v.Idx = append(v.Idx, hs[i].idx)
+			v.Val = append(v.Val, s)
+		}
+		i = j
+	}
+	if f.L2 {
+		normalize(v)
+	}
+	return v
+}
+
+// normalize scales v to unit L2 norm (a zero vector stays zero).
+func normalize(v mil.SparseVec) {
+	n := math.Sqrt(v.SqNorm())
+	if n == 0 {
+		return
+	}
+	for k := range v.Val {
+		v.Val[k] /= n
+	}
+}

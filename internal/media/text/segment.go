@@ -1,0 +1,266 @@
+package text
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
+)
+
+// ErrInvalidUTF8 marks a document that is not valid UTF-8.
+var ErrInvalidUTF8 = errors.New("text is not valid UTF-8")
+
+// ErrSegmenter marks an unknown segmenter or bad window settings.
+var ErrSegmenter = errors.New("bad segmenter")
+
+// Span is a part of a document, end exclusive, in code points and in
+// UTF-8 bytes.
+type Span struct {
+	Start     int `json:"start"`
+	End       int `json:"end"`
+	ByteStart int `json:"byte_start"`
+	ByteEnd   int `json:"byte_end"`
+}
+
+// Of returns the span's text in doc.
+func (s Span) Of(doc string) string { return doc[s.ByteStart:s.ByteEnd] }
+
+// Word is one word of a document.
+type Word struct {
+	Span
+	Text string // doc[ByteStart:ByteEnd], not lower-cased
+}
+
+// CheckUTF8 returns an error wrapping ErrInvalidUTF8 that names the byte
+// offset of the first invalid byte, or nil.
+func CheckUTF8(doc string) error {
+	if utf8.ValidString(doc) {
+		return nil
+	}
+	for i := 0; i < len(doc); {
+		r, n := utf8.DecodeRuneInString(doc[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return fmt.Errorf("%w: invalid byte 0x%02x at byte offset %d", ErrInvalidUTF8, doc[i], i)
+		}
+		i += n
+	}
+	return ErrInvalidUTF8 // unreachable: ValidString said otherwise
+}
+
+// Words returns the words of doc (see the package doc) in order.
+func Words(doc string) ([]Word, error) {
+	if err := CheckUTF8(doc); err != nil {
+		return nil, err
+	}
+	return words(doc, 0, 0, nil), nil
+}
+
+// words appends the words of s, which starts at byte b0 and code point c0
+// of its document, to out.
+func words(s string, b0, c0 int, out []Word) []Word {
+	state := -1
+	b, c := b0, c0
+	for len(s) > 0 {
+		var w string
+		w, s, state = uniseg.FirstWordInString(s, state)
+		n := runeCount(w)
+		if isWord(w) {
+			out = append(out, Word{Span: Span{Start: c, End: c + n, ByteStart: b, ByteEnd: b + len(w)}, Text: w})
+		}
+		b += len(w)
+		c += n
+	}
+	return out
+}
+
+// runeCount is utf8.RuneCountInString with an ASCII fast path (most
+// segments are ASCII words).
+func runeCount(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return utf8.RuneCountInString(s)
+		}
+	}
+	return len(s)
+}
+
+// isWord reports whether a UAX #29 word segment holds a letter or number.
+func isWord(w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' {
+				return true
+			}
+			continue
+		}
+		for _, r := range w[i:] {
+			if unicode.IsLetter(r) || unicode.IsNumber(r) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// Segmenter names a way of cutting a document into passages.
+type Segmenter string
+
+// The segmenters (see the package doc).
+const (
+	Paragraphs Segmenter = "paragraphs"
+	Sentences  Segmenter = "sentences"
+	Windows    Segmenter = "windows"
+)
+
+// Andrews et al.'s window: 50 words every 25.
+const (
+	DefaultWindow = 50
+	DefaultStride = 25
+)
+
+// Segmentation selects a segmenter and its settings.
+type Segmentation struct {
+	Segmenter Segmenter `json:"segmenter"`
+	// Window and Stride (words) apply to Windows only; 0 means the default.
+	Window int `json:"window,omitempty"`
+	Stride int `json:"stride,omitempty"`
+}
+
+// Normalized returns s with its defaults filled in, or an error wrapping
+// ErrSegmenter.
+func (s Segmentation) Normalized() (Segmentation, error) {
+	switch s.Segmenter {
+	case "":
+		s.Segmenter = Windows
+	case Paragraphs, Sentences, Windows:
+	default:
+		return s, fmt.Errorf("%w: %q (want %s, %s or %s)", ErrSegmenter, s.Segmenter, Paragraphs, Sentences, Windows)
+	}
+	if s.Segmenter != Windows {
+		s.Window, s.Stride = 0, 0
+		return s, nil
+	}
+	if s.Window == 0 {
+		s.Window = DefaultWindow
+	}
+	if s.Stride == 0 {
+		s.Stride = DefaultStride
+	}
+	if s.Window < 1 || s.Stride < 1 || s.Stride > s.Window {
+		return s, fmt.Errorf("%w: window %d, stride %d (want 1 <= stride <= window)", ErrSegmenter, s.Window, s.Stride)
+	}
+	return s, nil
+}
+
+// Segment cuts doc into passages. ws are doc's words (Words); nil
+// computes them when the segmenter needs them.
+func (s Segmentation) Segment(doc string, ws []Word) ([]Span, error) {
+	s, err := s.Normalized()
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckUTF8(doc); err != nil {
+		return nil, err
+	}
+	switch s.Segmenter {
+	case Paragraphs:
+		return paragraphs(doc, nil), nil
+	case Sentences:
+		return sentences(doc), nil
+	}
+	if ws == nil {
+		ws = words(doc, 0, 0, nil)
+	}
+	return windows(ws, s.Window, s.Stride), nil
+}
+
+// paragraphs appends doc's paragraphs to out.
+func paragraphs(doc string, out []Span) []Span {
+	// Walk line by line, tracking byte and code-point offsets; a paragraph
+	// opens at its first non-blank line and closes at a blank line or the
+	// end, then is trimmed.
+	b, c := 0, 0
+	open := false
+	var start Span
+	var last Span // the end of the last non-blank line
+	for b < len(doc) {
+		i := strings.IndexByte(doc[b:], '\n')
+		lineEnd := len(doc)
+		if i >= 0 {
+			lineEnd = b + i
+		}
+		line := doc[b:lineEnd]
+		n := runeCount(line)
+		if strings.TrimSpace(line) == "" {
+			if open {
+				out = append(out, trim(doc, Span{Start: start.Start, End: last.End, ByteStart: start.ByteStart, ByteEnd: last.ByteEnd}))
+				open = false
+			}
+		} else {
+			if !open {
+				open = true
+				start = Span{Start: c, ByteStart: b}
+			}
+			last = Span{End: c + n, ByteEnd: lineEnd}
+		}
+		b, c = lineEnd+1, c+n+1 // past the '\n' (one byte, one code point)
+	}
+	if open {
+		out = append(out, trim(doc, Span{Start: start.Start, End: last.End, ByteStart: start.ByteStart, ByteEnd: last.ByteEnd}))
+	}
+	return out
+}
+
+// trim shrinks sp to exclude leading and trailing white space.
+func trim(doc string, sp Span) Span {
+	s := doc[sp.ByteStart:sp.ByteEnd]
+	t := strings.TrimLeftFunc(s, unicode.IsSpace)
+	sp.Start += runeCount(s[:len(s)-len(t)])
+	sp.ByteStart += len(s) - len(t)
+	u := strings.TrimRightFunc(t, unicode.IsSpace)
+	sp.End -= runeCount(t[len(u):])
+	sp.ByteEnd -= len(t) - len(u)
+	return sp
+}
+
+// sentences returns the UAX #29 sentences of each paragraph of doc.
+func sentences(doc string) []Span {
+	var out []Span
+	for _, p := range paragraphs(doc, nil) {
+		// The paragraph's line breaks as spaces: the same bytes and code
+		// points, so offsets carry over unchanged.
+		s := strings.ReplaceAll(p.Of(doc), "\n", " ")
+		s = strings.ReplaceAll(s, "\r", " ")
+		b, c := p.ByteStart, p.Start
+		state := -1
+		for len(s) > 0 {
+			var sent string
+			sent, s, state = uniseg.FirstSentenceInString(s, state)
+			n := runeCount(sent)
+			if strings.TrimSpace(sent) != "" {
+				out = append(out, trim(doc, Span{Start: c, End: c + n, ByteStart: b, ByteEnd: b + len(sent)}))
+			}
+			b += len(sent)
+			c += n
+		}
+	}
+	return out
+}
+
+// windows returns the runs of window words starting every stride words.
+func windows(ws []Word, window, stride int) []Span {
+	var out []Span
+	for i := 0; i < len(ws); i += stride {
+		j := min(i+window, len(ws)) - 1
+		out = append(out, Span{Start: ws[i].Start, End: ws[j].End, ByteStart: ws[i].ByteStart, ByteEnd: ws[j].ByteEnd})
+		if j == len(ws)-1 {
+			break
+		}
+	}
+	return out
+}
