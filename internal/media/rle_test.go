@@ -54,7 +54,7 @@ func TestRLEMatchesBruteForce(t *testing.T) {
 		// blobby ones (runs) as well as salt and pepper.
 		density := rng.Float64()
 		if trial%7 == 0 {
-			density = float64(trial%2) // all false or all true
+			density = float64(trial % 2) // all false or all true
 		}
 		mask := make([]bool, w*h)
 		for i := range mask {
