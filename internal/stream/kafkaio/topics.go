@@ -65,5 +65,70 @@ func EnsureTopicSpecs(ctx context.Context, brokers []string, sec kafkasec.Conn, 
 			errs = append(errs, fmt.Errorf("create topic %s: %w", t, terr))
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return waitServed(ctx, brokers, sec, names)
+}
+
+// servedTimeout bounds how long EnsureTopicSpecs waits for new topics to
+// have a leader on every partition.
+const servedTimeout = 30 * time.Second
+
+// waitServed returns once every broker lists every topic with a leader for
+// each partition. Apache Kafka answers CreateTopics before the new
+// partitions' leaders are known to every broker, and kafka-go's Writer fails
+// a write to a topic its metadata does not list yet (Unknown Topic Or
+// Partition) instead of retrying; the embedded broker creates topics
+// synchronously, so only a real broker shows the gap. Each broker is asked
+// on its own connection: a kafka-go Transport answers metadata from its
+// cache, which would say nothing about the other brokers.
+func waitServed(ctx context.Context, brokers []string, sec kafkasec.Conn, topics []string) error {
+	ctx, cancel := context.WithTimeout(ctx, servedTimeout)
+	defer cancel()
+	d := sec.Dialer()
+	for {
+		pending := ""
+		for _, b := range brokers {
+			if pending = unserved(ctx, d, b, topics); pending != "" {
+				break
+			}
+		}
+		if pending == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topics created but not served within %v: %s", servedTimeout, pending)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// unserved says which of topics broker does not list with a leader for
+// every partition ("" if it lists them all).
+func unserved(ctx context.Context, d *kafka.Dialer, broker string, topics []string) string {
+	conn, err := d.DialContext(ctx, "tcp", broker)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", broker, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	parts, err := conn.ReadPartitions(topics...)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", broker, err)
+	}
+	led := make(map[string]int, len(topics))
+	for _, p := range parts {
+		if p.Leader.Host == "" || p.Leader.ID < 0 {
+			return fmt.Sprintf("%s: topic %s partition %d has no leader yet", broker, p.Topic, p.ID)
+		}
+		led[p.Topic]++
+	}
+	for _, t := range topics {
+		if led[t] == 0 {
+			return fmt.Sprintf("%s: topic %s not in its metadata yet", broker, t)
+		}
+	}
+	return ""
 }
