@@ -38,7 +38,7 @@
 // # Features
 //
 // A passage's terms are its words, lower-cased (Unicode simple case
-// mapping), without the words of one code point and the stop words, each
+// mapping) and in normal form C (golang.org/x/text), without the words of one code point and the stop words, each
 // stemmed by the Snowball English (Porter2) stemmer of
 // github.com/kljensen/snowball. The stop list is that module's
 // english.IsStopWord: the 127 words of the Snowball project's English

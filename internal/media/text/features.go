@@ -11,7 +11,9 @@ import (
 
 	"github.com/kljensen/snowball/english"
 	"github.com/twmb/murmur3"
+	"golang.org/x/text/unicode/norm"
 
+	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
 
@@ -34,7 +36,7 @@ const DefaultDim = 1 << 18
 // version changes whenever the same settings would give other vectors.
 const (
 	FeaturizerName    = "text-hash"
-	FeaturizerVersion = 1
+	FeaturizerVersion = "1"
 )
 
 // ErrFeaturizer marks bad featurizer settings.
@@ -88,21 +90,11 @@ func (f Featurizer) Params() map[string]string {
 	return p
 }
 
-// Identity is the featurizer's name, version and settings in one string,
-// sorted by key: two bags with the same identity were featurized alike.
-func (f Featurizer) Identity() string {
-	p := f.Params()
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s/v%d", FeaturizerName, FeaturizerVersion)
-	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%s", k, p[k])
-	}
-	return b.String()
+// Identity is the featurizer's name, version and settings, as bags and
+// models record them: two bags with equal identities were featurized
+// alike. f must be Normalized.
+func (f Featurizer) Identity() media.Featurizer {
+	return media.Featurizer{Name: FeaturizerName, Version: FeaturizerVersion, Params: f.Params()}
 }
 
 // Document is a featurized document: its passages and, at the same index,
@@ -112,10 +104,25 @@ type Document struct {
 	Instances []mil.SparseVec
 }
 
-// Term returns the term a word contributes (lower-cased, stemmed), or ""
-// when it contributes none (one code point, or a stop word).
+// Regions returns each passage's span as the bags carry it.
+func (d Document) Regions() []media.Region {
+	out := make([]media.Region, len(d.Passages))
+	for i, p := range d.Passages {
+		out[i] = p.Region()
+	}
+	return out
+}
+
+// Term returns the term a word contributes (lower-cased, in Unicode
+// normal form C, stemmed), or "" when it contributes none (one code point,
+// or a stop word).
 func Term(word string) string {
 	w := strings.ToLower(word)
+	if !isASCII(w) {
+		// "café" typed with a combining accent is the same term as with
+		// the precomposed letter.
+		w = norm.NFC.String(w)
+	}
 	if runeCount(w) < 2 || english.IsStopWord(w) {
 		return ""
 	}
@@ -139,6 +146,15 @@ func Hash(term string, dim int) (idx int32, sign float64) {
 		return idx, -1
 	}
 	return idx, 1
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // hashed is a word's feature (idx < 0: none) and sign.

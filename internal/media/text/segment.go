@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
+
+	"github.com/mimlstream/mimlstream/internal/media"
 )
 
 // ErrInvalidUTF8 marks a document that is not valid UTF-8.
@@ -27,6 +29,11 @@ type Span struct {
 
 // Of returns the span's text in doc.
 func (s Span) Of(doc string) string { return doc[s.ByteStart:s.ByteEnd] }
+
+// Region returns s as a bag's instance carries it.
+func (s Span) Region() media.Region {
+	return media.Region{Span: &media.Span{Start: s.Start, End: s.End}, ByteSpan: &media.Span{Start: s.ByteStart, End: s.ByteEnd}}
+}
 
 // Word is one word of a document.
 type Word struct {
@@ -68,12 +75,26 @@ func words(s string, b0, c0 int, out []Word) []Word {
 		w, s, state = uniseg.FirstWordInString(s, state)
 		n := runeCount(w)
 		if isWord(w) {
-			out = append(out, Word{Span: Span{Start: c, End: c + n, ByteStart: b, ByteEnd: b + len(w)}, Text: w})
+			sp := Span{Start: c, End: c + n, ByteStart: b, ByteEnd: b + len(w)}
+			if edgeSpace(w) {
+				// UAX #29 joins U+202F NARROW NO-BREAK SPACE to the
+				// word after it (ExtendNumLet, WB13a-b): a word never
+				// starts or ends with white space here.
+				sp = trimText(w, sp)
+			}
+			out = append(out, Word{Span: sp, Text: w[sp.ByteStart-b : sp.ByteEnd-b]})
 		}
 		b += len(w)
 		c += n
 	}
 	return out
+}
+
+// edgeSpace reports whether w starts or ends with white space.
+func edgeSpace(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	l, _ := utf8.DecodeLastRuneInString(w)
+	return unicode.IsSpace(r) || unicode.IsSpace(l)
 }
 
 // runeCount is utf8.RuneCountInString with an ASCII fast path (most
@@ -217,8 +238,10 @@ func paragraphs(doc string, out []Span) []Span {
 }
 
 // trim shrinks sp to exclude leading and trailing white space.
-func trim(doc string, sp Span) Span {
-	s := doc[sp.ByteStart:sp.ByteEnd]
+func trim(doc string, sp Span) Span { return trimText(sp.Of(doc), sp) }
+
+// trimText is trim for s, the text of sp.
+func trimText(s string, sp Span) Span {
 	t := strings.TrimLeftFunc(s, unicode.IsSpace)
 	sp.Start += runeCount(s[:len(s)-len(t)])
 	sp.ByteStart += len(s) - len(t)
