@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation testing of the core packages (issue 18; docs/mutation.md says how
+# Mutation testing of the core packages (docs/mutation.md says how
 # to read the output). Not in CI: a full run costs about 40 minutes of CPU.
 #
 #   docs/mutate.sh gremlins [ROW...]   gremlins' mutants of each row's files

@@ -185,7 +185,7 @@ func TestBrokerAndTail(t *testing.T) {
 	topics := wire.DefaultTopics()
 	// The broker's topics have the services' configuration (the fault:
 	// seeded with the broker's defaults, so annotations are not compacted
-	// as the README promises).
+	// as docs/operating.md promises).
 	cl := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
 	resp, err := cl.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.Annotations, ConfigNames: []string{"cleanup.policy"}},

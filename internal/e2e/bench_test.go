@@ -46,8 +46,8 @@ import (
 // "json,protobuf"). Each iteration is all 591 bags (new ids); the
 // saturating iterations are published as one stream, timed from its first
 // publish to its last annotation (MIMLSTREAM_BENCH_BURSTS=1: one pass at a
-// time, each drained, the method before 2026-11-28). Run it with
-// `make bench`.
+// time, each drained, which leaves the cores idle at every pass's end).
+// Run it with `make bench`.
 //
 // MIMLSTREAM_BENCH_BROKERS=host:port[,host:port] runs it against that
 // cluster instead of the embedded broker (plaintext; `mimlctl broker` in
@@ -188,9 +188,9 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime()
 	if os.Getenv("MIMLSTREAM_BENCH_BURSTS") != "" {
-		// The method of the figures before 2026-11-28: one pass of the
-		// dataset at a time, each waiting for its last annotation, so
-		// the pipeline fills and drains b.N times.
+		// One pass of the dataset at a time, each waiting for its last
+		// annotation, so the pipeline fills and drains b.N times: kept
+		// to compare with the stream, which the raw produce also is.
 		for i := range b.N {
 			runPass(b, ctx, pub, ds, fmt.Sprintf("t%d", i), 1, arrivals, 0)
 		}

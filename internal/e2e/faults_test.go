@@ -1,6 +1,6 @@
 package e2e
 
-// The failure modes found by fault injection (issue 12), each shown with the
+// The failure modes found by fault injection, each shown with the
 // services as separate processes on the embedded broker and the real Redis:
 // large messages never stall a partition, a poison training bag never stops
 // the refits, a restarted retrainer does not refit the whole topic again.

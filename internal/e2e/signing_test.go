@@ -60,7 +60,7 @@ func zeroWeights(t *testing.T, blob []byte) []byte {
 	return out
 }
 
-// TestTamperedModelRefused is the attack of issue 13 against an annotator
+// TestTamperedModelRefused is the tampering attack against an annotator
 // run with --verify-key: someone with write access to Redis replaces the
 // blob of a validly signed version with one whose weights are zeroed,
 // recomputes its checksum and size so the registry's integrity check

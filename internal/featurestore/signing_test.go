@@ -65,7 +65,7 @@ func testSigning(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 	foreign := must(NewRegistry(rdb, prefix, WithSigningKey(otherPriv)).Put(ctx, blobOf(t, "k", 2, abc, "foreign"), VersionMeta{}))(t)
 	tampered := must(signer.Put(ctx, blobOf(t, "k", 2, abc, "to be tampered"), VersionMeta{}))(t)
-	// The attack of issue 13: another valid model in place of the blob,
+	// The tampering attack: another valid model in place of the blob,
 	// with the checksum and size recomputed. The checksum cannot tell.
 	evil := blobOf(t, "k", 2, abc, "zeroed weights")
 	must(rdb.Set(ctx, signer.blobKey(tampered.Version), evil, 0).Result())(t)

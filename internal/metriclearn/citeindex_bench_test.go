@@ -104,7 +104,7 @@ func BenchmarkCitationKNNIndex(b *testing.B) {
 			if !full {
 				// The full build takes about an hour of CPU at 200k
 				// bags (the radii search is linear in m per bag on
-				// this data: see the README); by default it is
+				// this data: see docs/reproductions/mimlca-mlca.md); by default it is
 				// estimated from the tree and the radii of the first
 				// 1000 bags, scaled to m (CITEINDEX_FULL=1 runs it).
 				b.Run(fmt.Sprintf("bags=%d/%s/build/index-sample", m, h), func(b *testing.B) {

@@ -86,7 +86,7 @@ func TestLoadKeyErrors(t *testing.T) {
 	}
 }
 
-// TestOpenSSLKeys: keys made by openssl, as the README tells operators,
+// TestOpenSSLKeys: keys made by openssl, as docs/security.md tells operators,
 // load and work together.
 func TestOpenSSLKeys(t *testing.T) {
 	openssl, err := exec.LookPath("openssl")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ours (retrainer eval --model misvm|mi-svm, the defaults) beside misvm
 # (Doran's Python package at the commit below, RBF, C = 10^4, gamma = 1/d: the
-# setting that reproduces issue 17's figures) on the same folds, interleaved,
+# setting that reproduces misvm's reference figures) on the same folds, interleaved,
 # each run single-threaded, and a table of accuracy (mean over the fits ±
 # standard deviation of the repeats' means) and CPU: user + system of each
 # whole process, and in parentheses the fits' own (misvm: fit and predict,

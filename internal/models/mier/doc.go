@@ -126,7 +126,7 @@
 // shared, loaded 2-core machine); with --param mode=none 0.181±.007, 0.334,
 // 1.011, 0.182, 0.781 (68 s). Beside it, --model orlr (bag labels as the
 // union of instance labels, same folds): 0.270±.007, 0.391, 1.161, 0.215,
-// 0.743 (73 s). The README's Zhou-scenes table has MIMLCA citation-kNN and
+// 0.743 (73 s). docs/reproductions/zhou-scenes.md has MIMLCA citation-kNN and
 // ORed-LR from that same command, seed and folds (citation-kNN with the
 // MIMLCA paper's settings 0.208, AP 0.740; with inner-CV selection and the
 // RBF kernel 0.153, AP 0.826).

@@ -61,7 +61,8 @@
 //
 // The paper selects its settings by cross-validation on the training data.
 // Choosing capacity and the bag distance after looking at the outer
-// cross-validation, as the capacity=9 hausdorff=max row of the README did,
+// cross-validation, as the capacity=9 hausdorff=max row of
+// docs/reproductions/zhou-scenes.md does,
 // is optimistic; select=cv makes the same choice inside each outer training
 // fold, so an outer evaluation of select=cv is an honest estimate of the
 // whole procedure. It costs, per fit, 3 folds × 2 metric learnings (the
@@ -90,12 +91,12 @@
 // (noisy: compare within a row pair, not across). select=cv is the
 // default: with the paper's fixed settings the learned metric loses to
 // plain Euclidean citation-kNN on Zhou's scenes (Hamming 0.208 against
-// 0.185), and with the selection it wins (0.168). It multiplied training
-// time by about 15 (12 inner fits and their citation-kNN annotation per
-// fit); with the metric shared by the two bag distances, the k-means
-// without the Hungarian algorithm at capacity 9 and the bounded
-// maximal-Hausdorff scans it is about 6 (25.0 s against 4.2 s of CPU for
-// the 5 folds, 2026-11-26; the table above is older and in wall time).
+// 0.185), and with the selection it wins (0.168). It costs 12 inner fits
+// and their citation-kNN annotation per fit; with the metric shared by the
+// two bag distances, the k-means without the Hungarian algorithm at
+// capacity 9 and the bounded maximal-Hausdorff scans, it multiplies the
+// training time by about 6 (25.0 s against 4.2 s of CPU for the 5 folds;
+// the table above is in wall time).
 // select=none keeps the paper's single fit.
 //
 // # Kernels

@@ -30,8 +30,8 @@ import (
 //
 // with FOLDS the --folds-out file and EVAL the --json result of `retrainer
 // eval --data DATA --model MODEL` (any model: only the folds' fit seeds are
-// read), MODEL misvm or mi-svm. The README's "Kernel MI-SVM and mi-SVM
-// against misvm" section lists the runs made.
+// read), MODEL misvm or mi-svm. docs/reproductions/misvm-comparison.md
+// lists the runs made.
 func TestWarmSelectionAudit(t *testing.T) {
 	spec := os.Getenv("MISVM_AUDIT")
 	if spec == "" {

@@ -40,7 +40,7 @@ import (
 // the same optimum to the SMO tolerance, not the same floats, so a
 // held-out accuracy can move. The final fit never warm-starts, so a fit's
 // model changes only if its chosen C and gamma do; on every fit of the
-// README's Musk1, Elephant and Fox evaluations they do not
+// Musk1, Elephant and Fox evaluations of docs/reproductions they do not
 // (TestWarmSelectionAudit).
 func cvScoresShared(ctx context.Context, train *mil.Dataset, labeled []int, fs [][]int, opt models.FitOptions, instance bool, kernel string, cands []candidate, warm bool) ([]float64, error) {
 	k := len(fs)

@@ -23,7 +23,7 @@ import (
 //     (none, C = 10⁴) is the SyMIL paper's protocol, which has no text
 //     sets, and on TREC9 C = 10⁴ is far from the best C for mi-SVM (10-fold
 //     bag accuracy 64–79% against 74–95% with C chosen by inner CV on the
-//     training bags; README, "TREC text sets");
+//     training bags; docs/reproductions/trec-text.md);
 //   - the linear SGD keeps its weights with package sparsesgd (w = a·v,
 //     the average of the iterates as B·v + T), so a step costs the
 //     non-zeros of one instance, not the dimension.

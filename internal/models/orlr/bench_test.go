@@ -57,7 +57,8 @@ func BenchmarkEStep(b *testing.B) {
 
 // BenchmarkFitMSCV2 times a full fit (50 EM iterations) on all MSCV2 bags
 // with all cores: the default, the paper's setting (mstep=gd, raw
-// features, as the README's paper table) and variants of the default.
+// features, as the paper table of docs/reproductions/orlr-mscv2.md) and
+// variants of the default.
 //
 //	go test ./internal/models/orlr -run '^$' -bench FitMSCV2 -benchtime 1x
 func BenchmarkFitMSCV2(b *testing.B) {

@@ -33,7 +33,7 @@ const (
 // so it acts like an SVM's C = 1/(N·l2): on the ~2,900 training instances
 // of a TREC9 fold, 1e-3 … 1e-5 is C ≈ 0.3 … 30, and 0 leaves the
 // regularisation to the M-step's 10 L-BFGS iterations per EM round, which
-// is what reaches 70–88% there (README, "TREC text sets"). The decades
+// is what reaches 70–88% there (docs/reproductions/trec-text.md). The decades
 // span the range between the default 2e-3, which flattens unit-norm text
 // (feature values ~0.2) to one class, and no penalty; four candidates keep
 // the search at 12 fits, and a finer grid chosen on a few hundred bags

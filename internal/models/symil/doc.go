@@ -21,7 +21,7 @@
 //     coordinate ascent on its instance-level dual, stopped by a duality
 //     gap certificate (dcd.go). It is the cross-check of spec pitfall 7:
 //     it tells whether an inexact subproblem solution is what separates
-//     our accuracy from the paper's (it is not; see README.md).
+//     our accuracy from the paper's (it is not; see this package's README.md).
 //
 // The typos of the paper are corrected as in the implementation notes
 // (specs/symil.md §9): h⁺ is an argmax, ∇v carries C/n, g_cave of a negative
@@ -63,7 +63,8 @@
 //	scale        feature transform fitted on the training instances:
 //	             auto | zscore | none | unit (instance / ‖instance‖) |
 //	             zunit (z-score, then unit norm) | minmax (each
-//	             feature to [0, 1]); see README "Scaling and C".
+//	             feature to [0, 1]); see this package's README.md,
+//	             "Scaling and C".
 //	             auto under rbf is zscore; under linear it
 //	             chooses unit or zscore on the training bags:
 //	             the inner CV of λ runs under both, and unit is kept
@@ -85,7 +86,8 @@
 //     comparable across data sets.
 //   - Kernel: the paper reports both; the default is RBF where its Gram
 //     matrix fits (the better of the two under honest λ selection on
-//     Musk1, Elephant and Fox: README), linear on sparse or large data.
+//     Musk1, Elephant and Fox: docs/reproductions/symil-musk.md), linear
+//     on sparse or large data.
 //   - Bias: the paper's model has none, but with the rule sign(M + m) an
 //     offset shifts both scores and matters. A constant feature 1 is appended
 //     (a regularised bias) for the linear kernel; the RBF kernel becomes

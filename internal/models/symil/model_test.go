@@ -339,7 +339,7 @@ func TestFitDefaultKernel(t *testing.T) {
 				}
 			}
 			// The default is the model of its resolved parameters given
-			// explicitly (what the README's explicit runs measured).
+			// explicitly (what the reproduction's explicit runs measured).
 			explicit := models.Params{"kernel": "linear", "C": "10000", "cv_repeats": "3", "solver": "sgd"}
 			if tc.rbf {
 				explicit = models.Params{"kernel": "rbf", "C": "100", "cv_repeats": "1", "scale": "zscore", "solver": "cp"}

@@ -215,8 +215,8 @@ func ParseParams(p models.Params) (Config, error) {
 //
 // Why rbf by default: it is the best setting, λ chosen on the training
 // bags only, that the project has measured 10 × 10 on Musk1, Elephant and
-// Fox (README, "SyMIL, MI-SVM, mi-SVM"): 84.2 / 82.6 / 58.7 with z-scores,
-// C = 100 and one inner split, above issue 17's bar (the linear kernel
+// Fox (docs/reproductions/symil-musk.md): 84.2 / 82.6 / 58.7 with z-scores,
+// C = 100 and one inner split, above the target for a default (the linear kernel
 // with unit norms, 83.9 / 82.4 / 58.0) on all three sets, where the linear
 // kernel with its transform chosen by the inner CV misses it on Fox
 // (84.3 / 83.1 / 57.9). The transform is not chosen under rbf: z-scores
@@ -686,7 +686,8 @@ const ScaleAuto = "auto"
 
 // autoScales are the transforms scale=auto chooses from, the preferred one
 // first. Unit norm is preferred because it is the better transform on
-// average over the data the project has measured (README, "Scaling and C":
+// average over the data the project has measured (this package's
+// README.md, "Scaling and C":
 // unit ahead of z-scores on Musk1, Elephant and Fox at every repeat count),
 // and because it keeps sparse instances sparse where z-scores densify them.
 // Z-scores are the alternative for features whose magnitude carries the

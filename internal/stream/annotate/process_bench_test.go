@@ -22,7 +22,8 @@ import (
 // MSCV2 bags, with two models: the centroid test model (cheap, so the
 // pipeline's own cost shows most) and ORed-LR as BenchmarkPipeline and the
 // demo serve it (iters=10 msteps=10, seed 1), the model whose Annotate the
-// issue's bar is stated against.
+// target (CPU outside the model at most twice the model's) is stated
+// against.
 func BenchmarkProcess(b *testing.B) {
 	ds, err := dataset.Load("../../../testdata/mscv2/MSCV2.mat")
 	if err != nil {
@@ -96,7 +97,7 @@ func BenchmarkProcess(b *testing.B) {
 					o.span.End()
 				}
 			})
-			// The bar as one number: the CPU outside the model per
+			// The target as one number: the CPU outside the model per
 			// bag over the model's. Blocks of 64 bags are processed, then
 			// the same 64 annotated alone, in turn, so that both halves see
 			// the same load; each block is timed in process CPU (every

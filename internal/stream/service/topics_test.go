@@ -16,7 +16,7 @@ import (
 
 // TestTopicsCreatedWithConfigs starts a service against an empty broker and
 // reads back the configuration of the topics it created. It catches topics
-// created with the broker's defaults although the README promises
+// created with the broker's defaults although docs/operating.md promises
 // compacted outputs, and a --retention flag that does not reach the topics.
 func TestTopicsCreatedWithConfigs(t *testing.T) {
 	brokers := streamtest.StartBroker(t, 1)
