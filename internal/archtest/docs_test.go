@@ -130,6 +130,7 @@ func TestDocLinksResolve(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no relative links found: the link pattern or the file list is wrong")
 	}
+	t.Logf("%d relative links checked", checked)
 }
 
 // TestReadmeSize holds README.md under readmeLimit bytes.
