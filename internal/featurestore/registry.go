@@ -390,17 +390,55 @@ func (r *Registry) Current(ctx context.Context) ([]byte, VersionMeta, error) {
 	return r.Get(ctx, v)
 }
 
+// ErrCurrentChanged: a promotion conditioned by IfCurrent found another
+// version current (an operator or another retrainer promoted or rolled
+// back meanwhile). Nothing changed.
+var ErrCurrentChanged = errors.New("current version changed")
+
+// PromoteOption conditions or relaxes a promotion.
+type PromoteOption func(*promoteOptions)
+
+type promoteOptions struct {
+	ifCurrent *string
+	force     bool
+}
+
+// IfCurrent makes a promotion a compare-and-set: it happens only if version
+// is current when it commits ("" means nothing is current), and fails with
+// ErrCurrentChanged otherwise. A candidate compared with current version X
+// is promoted with IfCurrent(X), so a rollback or promotion made while it
+// was fitted or judged is never undone by it.
+func IfCurrent(version string) PromoteOption {
+	return func(o *promoteOptions) { o.ifCurrent = &version }
+}
+
+// Force promotes past the contract guard: a version of another input
+// dimension or class list than current (ErrIncompatible). It never passes a
+// version that fails verification (checksum, envelope, signature).
+func Force() PromoteOption {
+	return func(o *promoteOptions) { o.force = true }
+}
+
 // Promote makes version current; the formerly current version becomes
-// "previous" (and is kept in a bounded history for further rollbacks). It
-// refuses unknown and corrupt versions. The alias update and the
-// notification are one MULTI/EXEC under WATCH, retried on conflict, so
-// concurrent promotions serialize: none is lost and every former current
-// version lands in the history exactly once. The version's own keys are
-// watched too, so a concurrent Prune cannot leave "current" pointing at a
-// deleted version. Promoting the current version again changes nothing but
-// still notifies.
-func (r *Registry) Promote(ctx context.Context, version string) error {
-	return r.promote(ctx, version, false)
+// "previous" (and is kept in a bounded history for further rollbacks).
+//
+// It is the one way a version becomes current, whoever asks (an operator,
+// `retrainer fit --promote`, a refit, a judged candidate), so it enforces
+// what every promotion must respect: the version verifies (checksum,
+// envelope, and the signature when the registry has a verify key), it has
+// current's input dimension and classes (Compatible; ErrIncompatible
+// otherwise, unless Force), and, with IfCurrent, current is still the
+// version the caller compared it with (ErrCurrentChanged otherwise).
+//
+// The checks and the alias update are one MULTI/EXEC under WATCH, retried
+// on conflict, so concurrent promotions serialize: none is lost, every
+// former current version lands in the history exactly once, and no check
+// is made against a current that changes before the update. The version's
+// own keys are watched too, so a concurrent Prune cannot leave "current"
+// pointing at a deleted version. Promoting the current version again
+// changes nothing but still notifies.
+func (r *Registry) Promote(ctx context.Context, version string, opts ...PromoteOption) error {
+	return r.promote(ctx, version, false, opts)
 }
 
 // ErrNotCandidate: PromoteCandidate or ClearCandidate found another
@@ -410,12 +448,17 @@ var ErrNotCandidate = errors.New("not the candidate")
 // PromoteCandidate promotes version as Promote does, but only while it is
 // still the "candidate" alias: when several judges (annotators, the
 // retrainer) reach the same verdict, one promotion happens and the others
-// get ErrNotCandidate. The candidate alias is cleared.
-func (r *Registry) PromoteCandidate(ctx context.Context, version string) error {
-	return r.promote(ctx, version, true)
+// get ErrNotCandidate. The candidate alias is cleared (it is kept when the
+// promotion is refused).
+func (r *Registry) PromoteCandidate(ctx context.Context, version string, opts ...PromoteOption) error {
+	return r.promote(ctx, version, true, opts)
 }
 
-func (r *Registry) promote(ctx context.Context, version string, mustBeCandidate bool) error {
+func (r *Registry) promote(ctx context.Context, version string, mustBeCandidate bool, opts []PromoteOption) error {
+	var o promoteOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	if _, err := parseVersion(version); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
@@ -423,12 +466,16 @@ func (r *Registry) promote(ctx context.Context, version string, mustBeCandidate 
 	err := r.retryTx(ctx, func(tx *redis.Tx) error {
 		// Verified after WATCH: from here until EXEC, a deletion of the
 		// version aborts the transaction.
-		if _, _, err := r.Get(ctx, version); err != nil {
+		_, meta, err := r.Get(ctx, version)
+		if err != nil {
 			return err
 		}
 		old, err := tx.Get(ctx, cur).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
+		}
+		if o.ifCurrent != nil && old != *o.ifCurrent {
+			return fmt.Errorf("%w: current is %s, not %s", ErrCurrentChanged, orNone(old), orNone(*o.ifCurrent))
 		}
 		cand, err := tx.Get(ctx, candKey).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -436,6 +483,11 @@ func (r *Registry) promote(ctx context.Context, version string, mustBeCandidate 
 		}
 		if mustBeCandidate && cand != version {
 			return fmt.Errorf("%w: candidate is %q", ErrNotCandidate, cand)
+		}
+		if old != "" && old != version && !o.force {
+			if err := r.compatibleWith(ctx, tx, old, meta); err != nil {
+				return err
+			}
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if cand == version {
@@ -461,23 +513,61 @@ func (r *Registry) promote(ctx context.Context, version string, mustBeCandidate 
 	return nil
 }
 
+// compatibleWith applies the contract guard: next must take the input of
+// version cur (Compatible). Only cur's metadata is read: a current whose
+// blob has gone bad still says what the annotators were fed. A current
+// whose metadata is gone or unreadable has no contract to hold next to, so
+// it does not block its replacement.
+func (r *Registry) compatibleWith(ctx context.Context, c redis.Cmdable, cur string, next VersionMeta) error {
+	s, err := c.Get(ctx, r.metaKey(cur)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var curMeta VersionMeta
+	if json.Unmarshal([]byte(s), &curMeta) != nil {
+		return nil
+	}
+	if err := Compatible(curMeta, next); err != nil {
+		return fmt.Errorf("%w (annotators fed %s's stream would dead-letter every bag; force the promotion to replace it anyway)", err, cur)
+	}
+	return nil
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
+}
+
 // SetCandidate makes version the "candidate": annotators run it in shadow
 // beside current (their annotations still come from current) and score its
 // live quality, so that it is promoted on evidence from live traffic. It
 // replaces any earlier candidate. The version must verify (a candidate that
 // no annotator could load would never be judged), and may not be current.
 func (r *Registry) SetCandidate(ctx context.Context, version string) error {
-	if _, _, err := r.Get(ctx, version); err != nil {
+	_, meta, err := r.Get(ctx, version)
+	if err != nil {
 		return fmt.Errorf("set candidate: %w", err)
 	}
 	candKey := r.aliasKey(AliasCandidate)
-	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+	err = r.retryTx(ctx, func(tx *redis.Tx) error {
 		cur, err := tx.Get(ctx, r.aliasKey(AliasCurrent)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
 		if cur == version {
 			return fmt.Errorf("%s is already current", version)
+		}
+		// Annotators score a candidate only on the bags current serves, so
+		// one of another dimension or vocabulary would never be judged.
+		if cur != "" {
+			if err := r.compatibleWith(ctx, tx, cur, meta); err != nil {
+				return err
+			}
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, candKey, version, 0)
@@ -647,6 +737,17 @@ func (r *Registry) retryTx(ctx context.Context, fn func(*redis.Tx) error, keys .
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 	return fmt.Errorf("gave up after %d conflicting concurrent updates", maxTxAttempts)
+}
+
+// History returns the formerly current versions, most recent first (the
+// head is "previous"): where an annotator that cannot serve current looks
+// for the newest version it can.
+func (r *Registry) History(ctx context.Context) ([]string, error) {
+	h, err := r.rdb.LRange(ctx, r.historyKey(), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return h, nil
 }
 
 // Subscribe returns the ids of versions made current by Promote or Rollback

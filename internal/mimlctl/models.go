@@ -16,6 +16,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
@@ -25,7 +26,8 @@ type Registry interface {
 	Put(ctx context.Context, blob []byte, meta featurestore.VersionMeta) (featurestore.VersionMeta, error)
 	Get(ctx context.Context, version string) ([]byte, featurestore.VersionMeta, error)
 	Alias(ctx context.Context, alias string) (string, error)
-	Promote(ctx context.Context, version string) error
+	Promote(ctx context.Context, version string, opts ...featurestore.PromoteOption) error
+	Verifies() bool
 	Rollback(ctx context.Context) (string, error)
 	List(ctx context.Context) ([]featurestore.VersionMeta, error)
 	Delete(ctx context.Context, version string, force bool) error
@@ -51,6 +53,9 @@ type modelOpts struct {
 	json  bool
 	force bool
 	out   string
+	// verifyKey is the PEM file of the Ed25519 public key versions must
+	// be signed with, as the annotators' --verify-key.
+	verifyKey string
 }
 
 type modelsEnv struct {
@@ -154,12 +159,20 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 	if err != nil {
 		return err
 	}
+	var regOpts []featurestore.RegistryOption
+	if m.opts.verifyKey != "" {
+		key, err := signing.LoadPublicKey(m.opts.verifyKey)
+		if err != nil {
+			return cli.Usagef("--verify-key: %w", err)
+		}
+		regOpts = append(regOpts, featurestore.WithVerifyKey(key))
+	}
 	rdb, err := featurestore.Connect(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	m.reg = featurestore.NewRegistry(rdb, rc.RegistryPrefix)
+	m.reg = featurestore.NewRegistry(rdb, rc.RegistryPrefix, regOpts...)
 	return act.run(ctx, m, pos)
 }
 
@@ -167,6 +180,8 @@ func registerCommon(fs *flag.FlagSet, rc *redisflag.Config, o *modelOpts) {
 	*rc = redisflag.Default()
 	rc.Register(fs)
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&o.verifyKey, "verify-key", "", "PEM `file` of the Ed25519 public key versions must be signed with (the annotators' --verify-key): "+
+		"show, promote, candidate, rollback, export and import then refuse unsigned or badly signed versions, as the annotators do (empty: signatures not checked)")
 }
 
 func actionNames() []string {
@@ -254,9 +269,12 @@ type Shown struct {
 	Version
 	// Verified says the blob matched its checksum and size and decoded
 	// with the model catalog.
-	Verified      bool          `json:"verified"`
-	InstanceLevel bool          `json:"instance_level"`
-	Params        models.Params `json:"params,omitempty"`
+	Verified bool `json:"verified"`
+	// SignatureVerified says the signature was checked (--verify-key) and
+	// verifies; false when no key was given, whatever the signature.
+	SignatureVerified bool          `json:"signature_verified"`
+	InstanceLevel     bool          `json:"instance_level"`
+	Params            models.Params `json:"params,omitempty"`
 }
 
 func showModel(ctx context.Context, m *modelsEnv, pos []string) error {
@@ -277,7 +295,8 @@ func showModel(ctx context.Context, m *modelsEnv, pos []string) error {
 		return err
 	}
 	mm := model.Meta()
-	s := Shown{Version: Version{VersionMeta: meta, Aliases: am[v]}, Verified: true, InstanceLevel: mm.InstanceLevel, Params: mm.Params}
+	s := Shown{Version: Version{VersionMeta: meta, Aliases: am[v]}, Verified: true, SignatureVerified: m.reg.Verifies(),
+		InstanceLevel: mm.InstanceLevel, Params: mm.Params}
 	if s.Aliases == nil {
 		s.Aliases = []string{}
 	}
@@ -296,6 +315,14 @@ func showModel(ctx context.Context, m *modelsEnv, pos []string) error {
 		fmt.Fprintf(w, "parent           %s\n", meta.Parent)
 	}
 	fmt.Fprintf(w, "size             %d bytes, sha256 %s (verified, decodes)\n", meta.Size, meta.Checksum)
+	switch {
+	case m.reg.Verifies():
+		fmt.Fprintf(w, "signature        verified with %s\n", m.opts.verifyKey)
+	case meta.Signature == "":
+		fmt.Fprintf(w, "signature        none; not checked (no --verify-key)\n")
+	default:
+		fmt.Fprintf(w, "signature        not checked (no --verify-key): annotators run with a key refuse the version unless it verifies\n")
+	}
 	if len(mm.Params) > 0 {
 		var ps []string
 		for _, k := range slices.Sorted(maps.Keys(mm.Params)) {
@@ -335,10 +362,17 @@ func promoteModel(ctx context.Context, m *modelsEnv, pos []string) error {
 		res.Forced, res.Incompatible = true, cerr.Error()
 		fmt.Fprintf(m.env.Stderr, "mimlctl models promote: WARNING: forced: %v\n", cerr)
 	}
-	// The check and the promotion are two steps: a promotion by another
-	// process in between is not re-checked (the registry has no
-	// compare-and-promote).
-	if err := m.reg.Promote(ctx, v); err != nil {
+	// The registry applies the guard again, against the current version
+	// when it commits, and only if that is still cur: what was checked and
+	// reported above is what the promotion replaces.
+	opts := []featurestore.PromoteOption{featurestore.IfCurrent(cur)}
+	if m.opts.force {
+		opts = append(opts, featurestore.Force())
+	}
+	if err := m.reg.Promote(ctx, v, opts...); err != nil {
+		if errors.Is(err, featurestore.ErrCurrentChanged) {
+			return fmt.Errorf("%w; nothing promoted: look again (mimlctl models list) and run the promotion again", err)
+		}
 		return err
 	}
 	if res.Previous == v {

@@ -794,6 +794,14 @@ type versionNamer interface {
 	Alias(ctx context.Context, alias string) (string, error)
 }
 
+// fallbackStore is implemented by stores that keep the formerly current
+// versions (featurestore.Registry): an annotator that holds no model and
+// cannot serve current serves the newest of them that it can.
+type fallbackStore interface {
+	History(ctx context.Context) ([]string, error)
+	Get(ctx context.Context, version string) ([]byte, featurestore.VersionMeta, error)
+}
+
 // unavailable reports whether a registry error means the registry could not
 // be asked (Redis down or unreachable), as opposed to an answer about the
 // current version (corrupt, undecodable, refused), which is the version's
@@ -852,6 +860,68 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 			log.Debug("model version still refused", "version", version, "err", err)
 		}
 	}
+	// serve makes sm the served model and reports the swap.
+	serve := func(sm *servedModel, refusal *refusal) {
+		meta := sm.meta
+		var oldMeta *featurestore.VersionMeta
+		old := ""
+		if cur := a.model.Load(); cur != nil {
+			oldMeta, old = &cur.meta, cur.meta.Version
+		}
+		a.model.Store(sm)
+		a.refused.Store(refusal)
+		a.m.swaps.Add(ctx, 1)
+		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
+		was := a.contract.Load()
+		now := nextContract(was, oldMeta, meta)
+		a.contract.Store(now)
+		switch {
+		case now != nil:
+			log.Error("input contract changed", "version", meta.Version, "baseline", now.baseline.Version, "err", now.err,
+				"effect", "the model served takes another input dimension or class list than the model served before (a promotion forced over an incompatible version?): bags of the old contract go to dead letters until it is restored (mimlctl models rollback)")
+		case was != nil:
+			log.Info("input contract restored", "version", meta.Version, "baseline", was.baseline.Version)
+		}
+		once.Do(func() { close(loaded) })
+	}
+	// fallBack, for an annotator holding no model whose current version is
+	// refused (a bad signature, a corrupt blob), serves the newest formerly
+	// current version that loads: restarting the fleet after a bad
+	// promotion then keeps the pipeline flowing on the last good model
+	// instead of stopping it. It says so at ERROR and on /readyz, and the
+	// next promotion or rollback that can be served ends it.
+	fallBack := func(version string, cause error) {
+		fs, ok := a.cfg.Store.(fallbackStore)
+		if !ok || a.model.Load() != nil {
+			return
+		}
+		hist, err := fs.History(ctx)
+		if err != nil {
+			log.Warn("no fallback model: rollback history unreadable", "err", err)
+			return
+		}
+		for _, v := range hist {
+			if v == version {
+				continue
+			}
+			blob, meta, err := fs.Get(ctx, v)
+			if err != nil {
+				log.Warn("fallback candidate refused", "version", v, "err", err)
+				continue
+			}
+			sm, err := decodeServed(a.cfg.Kinds, blob, meta)
+			if err != nil {
+				log.Warn("fallback candidate refused", "version", v, "err", err)
+				continue
+			}
+			log.Error("current model version refused; serving the newest formerly current version that verifies",
+				"refused", version, "err", cause, "serving", v,
+				"effect", "annotations come from an older model until current is fixed (promote or roll back to a version this annotator verifies)")
+			serve(sm, &refusal{version: version, err: cause})
+			return
+		}
+		log.Error("no formerly current version can be served either; waiting for a promotion", "refused", version, "history", hist)
+	}
 	reload := func() {
 		named := ""
 		if vn, ok := a.cfg.Store.(versionNamer); ok {
@@ -884,6 +954,7 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 		default:
 			setState("", nil)
 			refuse(named, err)
+			fallBack(named, err)
 			return
 		}
 		if cur := a.model.Load(); cur != nil && cur.meta.Version == meta.Version {
@@ -893,28 +964,10 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 		sm, err := decodeServed(a.cfg.Kinds, blob, meta)
 		if err != nil {
 			refuse(meta.Version, err)
+			fallBack(meta.Version, err)
 			return
 		}
-		var oldMeta *featurestore.VersionMeta
-		old := ""
-		if cur := a.model.Load(); cur != nil {
-			oldMeta, old = &cur.meta, cur.meta.Version
-		}
-		a.model.Store(sm)
-		a.refused.Store(nil)
-		a.m.swaps.Add(ctx, 1)
-		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
-		was := a.contract.Load()
-		now := nextContract(was, oldMeta, meta)
-		a.contract.Store(now)
-		switch {
-		case now != nil:
-			log.Error("input contract changed", "version", meta.Version, "baseline", now.baseline.Version, "err", now.err,
-				"effect", "the model served takes another input dimension or class list than the model served before (a promotion forced over an incompatible version?): bags of the old contract go to dead letters until it is restored (mimlctl models rollback)")
-		case was != nil:
-			log.Info("input contract restored", "version", meta.Version, "baseline", was.baseline.Version)
-		}
-		once.Do(func() { close(loaded) })
+		serve(sm, nil)
 	}
 
 	var notes <-chan string

@@ -102,7 +102,7 @@ func TestForcedIncompatibleModelIsLoud(t *testing.T) {
 		}
 		wide.Bags = append(wide.Bags, w)
 	}
-	v2 := h.publishModel(wide, nil) // PublishModel promotes without the guard
+	v2 := h.publishModel(wide, nil) // PublishModel forces the promotion past the guard
 	streamtest.WaitFor(t, 5*time.Second, "forced model served", func() bool { return a.ModelVersion() == v2 })
 	code, body := readyz(a)
 	if code != http.StatusOK || !strings.HasPrefix(body, "ok "+v2+"\n") || !strings.Contains(body, "WARNING: input contract changed") ||

@@ -210,19 +210,42 @@ func TestCorruptCurrentModelLoggedOnceAndReported(t *testing.T) {
 		t.Errorf("model_refused gauge not cleared:\n%s", grepLines(m, "model_refused"))
 	}
 
-	// An annotator that has no model yet: 503, and why.
+	// An annotator that has no model yet serves the newest formerly
+	// current version it can (v), and says why.
 	bad := h.publishModel(ds, models.Params{"iters": "5"})
 	corrupt(bad)
 	fresh, done2 := h.startAnnotator(ctx, "fresh", func(c *AnnotatorConfig) { c.PollInterval = 50 * time.Millisecond })
+	streamtest.WaitFor(t, 10*time.Second, "fallback", func() bool { return fresh.ModelVersion() == v && fresh.Ready() })
+	if code, body := readyz(fresh); code != http.StatusOK || !strings.Contains(body, "current model version "+bad+" refused") ||
+		!strings.Contains(body, "serving "+v) {
+		t.Errorf("fallback: /readyz %d %q", code, body)
+	}
+	// With no formerly current version to fall back on: 503, and why.
+	lone := featurestore.NewRegistry(rdb, "lone")
+	blob, err := models.Encode(dummy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	only, err := lone.Put(ctx, blob, featurestore.VersionMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lone.Promote(ctx, only.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "{lone}:blob:"+only.Version, "not the blob", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	none, done3 := h.startAnnotator(ctx, "none", func(c *AnnotatorConfig) { c.Store = lone; c.PollInterval = 50 * time.Millisecond })
 	streamtest.WaitFor(t, 5*time.Second, "refusal without a model", func() bool {
-		v, _ := fresh.Refused()
-		return v == bad
+		v, _ := none.Refused()
+		return v == only.Version
 	})
-	if code, body := readyz(fresh); code != http.StatusServiceUnavailable || !strings.Contains(body, "no model loaded; current model version "+bad+" refused") {
+	if code, body := readyz(none); code != http.StatusServiceUnavailable || !strings.Contains(body, "no model loaded; current model version "+only.Version+" refused") {
 		t.Errorf("no model: /readyz %d %q", code, body)
 	}
 	cancel()
-	for _, d := range []<-chan error{done, done2} {
+	for _, d := range []<-chan error{done, done2, done3} {
 		if err := <-d; err != nil {
 			t.Fatal(err)
 		}

@@ -73,7 +73,7 @@ type Verdict struct {
 // CandidateRegistry is what Judge uses of the model registry.
 type CandidateRegistry interface {
 	Alias(ctx context.Context, alias string) (string, error)
-	PromoteCandidate(ctx context.Context, version string) error
+	PromoteCandidate(ctx context.Context, version string, opts ...featurestore.PromoteOption) error
 	ClearCandidate(ctx context.Context, version string) error
 }
 
@@ -105,11 +105,13 @@ func Judge(ctx context.Context, reg CandidateRegistry, st *Store, p Policy, now 
 		return nil, nil
 	}
 	if promote {
-		err = reg.PromoteCandidate(ctx, cand)
+		// Judged against cur: an operator's rollback or promotion since
+		// stands (the candidate stays, to be judged against the new current).
+		err = reg.PromoteCandidate(ctx, cand, featurestore.IfCurrent(cur))
 	} else {
 		err = reg.ClearCandidate(ctx, cand)
 	}
-	if errors.Is(err, featurestore.ErrNotCandidate) {
+	if errors.Is(err, featurestore.ErrNotCandidate) || errors.Is(err, featurestore.ErrCurrentChanged) {
 		return nil, nil // another judge acted, or the operator did
 	}
 	if err != nil {

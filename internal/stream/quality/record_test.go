@@ -209,7 +209,7 @@ func (r *candidateRegistry) Alias(_ context.Context, a string) (string, error) {
 	return "", featurestore.ErrNotFound
 }
 
-func (r *candidateRegistry) PromoteCandidate(_ context.Context, v string) error {
+func (r *candidateRegistry) PromoteCandidate(_ context.Context, v string, _ ...featurestore.PromoteOption) error {
 	r.promoted = append(r.promoted, v)
 	return nil
 }

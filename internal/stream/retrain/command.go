@@ -277,12 +277,16 @@ current version served by the annotators.`, env.Stderr)
 	rc.Register(fs)
 	ff.register(fs, kinds)
 	data := fs.String("data", "", "dataset `file`")
-	promote := fs.Bool("promote", false, "make the new version current")
+	promote := fs.Bool("promote", false, "make the new version current; refused when its input dimension or classes differ from current's, unless --force")
+	force := fs.Bool("force", false, "with --promote: promote even if the version's input dimension or classes differ from current's (annotators fed the current stream then dead-letter every bag)")
 	if err := service.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *data == "" {
 		return cli.Usagef("--data is required")
+	}
+	if *force && !*promote {
+		return cli.Usagef("--force only applies with --promote")
 	}
 	kind, params, err := ff.check(kinds)
 	if err != nil {
@@ -325,8 +329,12 @@ current version served by the annotators.`, env.Stderr)
 		return err
 	}
 	if *promote {
-		if err := reg.Promote(ctx, meta.Version); err != nil {
-			return err
+		var opts []featurestore.PromoteOption
+		if *force {
+			opts = append(opts, featurestore.Force())
+		}
+		if err := reg.Promote(ctx, meta.Version, opts...); err != nil {
+			return fmt.Errorf("%w (%s is stored, not current)", err, meta.Version)
 		}
 	}
 	log.Info("model stored", "version", meta.Version, "kind", meta.Kind, "promoted", *promote, "fit_time", fitTime.Round(time.Millisecond))

@@ -34,8 +34,15 @@ import (
 // RetrainStore is the part of the model registry the retrainer uses.
 type RetrainStore interface {
 	Current(ctx context.Context) ([]byte, featurestore.VersionMeta, error)
+	// Alias and Get read current in two steps, so a refit knows which
+	// version it compared its candidate with even when that version
+	// cannot be read.
+	Alias(ctx context.Context, alias string) (string, error)
+	Get(ctx context.Context, version string) ([]byte, featurestore.VersionMeta, error)
 	Put(ctx context.Context, blob []byte, meta featurestore.VersionMeta) (featurestore.VersionMeta, error)
-	Promote(ctx context.Context, version string) error
+	// Promote is featurestore.Registry.Promote: the contract guard, and
+	// with IfCurrent a compare-and-set on the current version.
+	Promote(ctx context.Context, version string, opts ...featurestore.PromoteOption) error
 	// Prune deletes all but the newest keep versions, never one that an
 	// alias or the rollback history refers to (featurestore.Registry.Prune).
 	Prune(ctx context.Context, keep int) ([]string, error)
@@ -114,6 +121,10 @@ type Retrainer struct {
 	// dead letter is acknowledged.
 	deadQ chan deadJob
 	track *kafkaio.OffsetTracker
+
+	// refitMu makes one refit at a time: two refits of one retrainer
+	// compare with the same current, and only one may then promote.
+	refitMu sync.Mutex
 
 	mu    sync.Mutex
 	order []string // ids, oldest first
@@ -820,15 +831,30 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 // is not worse than the current one by more than the margin. Registry
 // operations are retried while Redis is down.
 func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
+	r.refitMu.Lock()
+	defer r.refitMu.Unlock()
 	if r.Len() == 0 {
 		return RefitResult{}, errors.New("empty window")
 	}
 	var cur models.Model
 	var curMeta featurestore.VersionMeta
+	// basis is the version current was when the candidate was compared
+	// with it ("" none): the promotion is made only while it still is.
+	var basis string
 	err := retry(ctx, r.cfg.Obs, "read current model", func() error {
-		blob, meta, err := r.cfg.Store.Current(ctx)
+		cur, curMeta, basis = nil, featurestore.VersionMeta{}, ""
+		v, err := r.cfg.Store.Alias(ctx, featurestore.AliasCurrent)
 		if errors.Is(err, featurestore.ErrNotFound) {
 			return nil
+		}
+		if err != nil {
+			return err
+		}
+		basis = v
+		blob, meta, err := r.cfg.Store.Get(ctx, v)
+		if errors.Is(err, featurestore.ErrNotFound) {
+			// Deleted or pruned since: current moved, read it again.
+			return fmt.Errorf("current %s: %w", v, err)
 		}
 		if errors.Is(err, featurestore.ErrCorrupt) {
 			// A current model the registry will not serve is replaced,
@@ -937,9 +963,33 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		}
 	}
 	if res.Promoted {
-		if err := retry(ctx, r.cfg.Obs, "promote model", func() error { return r.cfg.Store.Promote(ctx, stored.Version) }); err != nil {
+		err := retry(ctx, r.cfg.Obs, "promote model", func() error {
+			err := r.cfg.Store.Promote(ctx, stored.Version, featurestore.IfCurrent(basis))
+			if errors.Is(err, featurestore.ErrCurrentChanged) {
+				// An attempt whose reply was lost to an outage may have
+				// committed: then current is the candidate itself.
+				if v, aerr := r.cfg.Store.Alias(ctx, featurestore.AliasCurrent); aerr == nil && v == stored.Version {
+					return nil
+				}
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, featurestore.ErrCurrentChanged), errors.Is(err, featurestore.ErrIncompatible):
+			// Current moved while the candidate was fitted (an operator's
+			// rollback or promotion, another retrainer): the comparison
+			// no longer holds, and undoing the other's choice is worse
+			// than waiting for the next refit, which compares with the
+			// new current. Or the guard refused a candidate of another
+			// contract, which only an operator may force.
+			res.Promoted = false
+			res.Reason += "; not promoted: " + err.Error()
+			r.cfg.Obs.Logger.Warn("candidate dropped", "version", stored.Version, "compared_with", orNone(basis), "err", err)
+		case err != nil:
 			return res, err
 		}
+	}
+	if res.Promoted {
 		if stored.TrainOffsets == nil {
 			stored.TrainOffsets = offsets
 		}
@@ -952,6 +1002,13 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	r.refits.Add(ctx, 1, metric.WithAttributes(attribute.Bool("promoted", res.Promoted)))
 	r.fitTime.Record(ctx, res.FitTime.Seconds())
 	return res, nil
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
 }
 
 // prune bounds the registry after a promotion. It is housekeeping: a
@@ -1007,7 +1064,9 @@ func retry(ctx context.Context, obs service.Observability, what string, fn func(
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, featurestore.ErrCorrupt) || errors.Is(err, models.ErrBadInput) {
+		if errors.Is(err, featurestore.ErrCorrupt) || errors.Is(err, models.ErrBadInput) ||
+			errors.Is(err, featurestore.ErrCurrentChanged) || errors.Is(err, featurestore.ErrIncompatible) {
+			// Answers, not outages: asking again gives the same one.
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		if ctx.Err() != nil {

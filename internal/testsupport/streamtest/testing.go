@@ -161,7 +161,9 @@ func PublishModel(t testing.TB, reg *featurestore.Registry, ds *mil.Dataset, par
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Promote(context.Background(), meta.Version); err != nil {
+	// Forced: tests set the registry up as they need it, a change of
+	// input contract included (as `mimlctl models promote --force` does).
+	if err := reg.Promote(context.Background(), meta.Version, featurestore.Force()); err != nil {
 		t.Fatal(err)
 	}
 	return meta.Version
