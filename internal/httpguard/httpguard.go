@@ -68,9 +68,10 @@ func RequireBearer(t *Tokens, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		tok, found := strings.CutPrefix(h, "Bearer ")
-		if !found || !t.Valid(strings.TrimSpace(tok)) {
+		// The scheme is case-insensitive (RFC 7235, section 2.1): "bearer"
+		// is as good as "Bearer".
+		scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") || !t.Valid(strings.TrimSpace(tok)) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mimlstream"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return

@@ -43,6 +43,10 @@ func TestRequireBearer(t *testing.T) {
 		{"basic scheme", "Basic alpha-token", 401},
 		{"comment is not a token", "Bearer # ingest clients", 401},
 		{"empty token", "Bearer ", 401},
+		// RFC 7235 section 2.1: the scheme is case-insensitive.
+		{"lower-case scheme", "bearer alpha-token", 200},
+		{"upper-case scheme", "BEARER beta-token", 200},
+		{"scheme without a space", "Beareralpha-token", 401},
 	}
 	var bodies []string
 	for _, tc := range cases {
