@@ -3,26 +3,27 @@ package featurestore
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
+	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
 // benchClient returns the real Redis when one answers, else the embedded
 // one; the backend is part of the benchmark name.
 func benchClient(b *testing.B) (redis.UniversalClient, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Second)
 	defer cancel()
-	if rdb, err := Connect(ctx, Options{Addr: realRedisAddr()}); err == nil {
+	if rdb, err := Connect(ctx, Options{Addr: redistest.Addr()}); err == nil {
 		b.Cleanup(func() { _ = rdb.Close() })
 		return rdb, "real"
 	}
-	if os.Getenv("CI") == "true" {
-		b.Fatal("CI=true but no Redis answers")
+	if realpart.CI() {
+		b.Fatalf("CI=true but no Redis answers at %s", redistest.Addr())
 	}
 	addr, stop, err := redisserver.Start()
 	if err != nil {
@@ -48,7 +49,7 @@ func BenchmarkCache(b *testing.B) {
 			rdb.Del(ctx, iter.Val())
 		}
 	})
-	ctx := context.Background()
+	ctx := b.Context()
 	const keys = 1000
 	for _, dim := range []int{16, 256} {
 		v := make([]float64, dim)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +18,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
-
-// realRedisAddr is the Redis the tests use besides the embedded one;
-// MIMLSTREAM_TEST_REDIS_ADDR overrides it.
-func realRedisAddr() string {
-	if a := os.Getenv("MIMLSTREAM_TEST_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
 
 // backendTest is a test body run against one Redis backend, with a fresh
 // key prefix.
@@ -62,22 +52,19 @@ func backendSuite() []struct {
 	}
 }
 
-// forEachBackend runs f against the real Redis (skipped when none answers,
-// unless CI=true) and against the embedded one, each time with a fresh
+// forEachBackend runs f against the real Redis (redistest.Real: skipped
+// when none answers, failed under CI=true) and against the embedded one, each time with a fresh
 // random key prefix whose keys are deleted afterwards. The Redis Cluster
 // run of the same bodies is TestRedisCluster.
 func forEachBackend(t *testing.T, f backendTest) {
 	t.Helper()
 	t.Run("real", func(t *testing.T) {
-		addr := realRedisAddr()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		addr := redistest.Real(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
 		rdb, err := Connect(ctx, Options{Addr: addr})
 		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI=true but no Redis answers at %s: %v", addr, err)
-			}
-			t.Skipf("no Redis answers at %s (%v); start one or set MIMLSTREAM_TEST_REDIS_ADDR (with CI=true this fails)", addr, err)
+			t.Fatalf("Redis at %s answered PING but Connect failed: %v", addr, err)
 		}
 		prefix := uniquePrefix(t)
 		t.Cleanup(func() {
@@ -99,7 +86,7 @@ func forEachBackend(t *testing.T, f backendTest) {
 // each test has its own prefix.
 func TestRedisCluster(t *testing.T) {
 	addrs := redistest.StartCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	rdb, err := Connect(ctx, Options{Addr: strings.Join(addrs, ",")})
 	if err != nil {

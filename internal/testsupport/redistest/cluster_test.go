@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -13,7 +12,7 @@ func TestStartCluster(t *testing.T) {
 	addrs := StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	defer c.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
