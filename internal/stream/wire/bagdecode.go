@@ -32,8 +32,9 @@ import (
 //     escape), or nested deeper than encoding/json's 10000 levels;
 //  3. empty_bag: "instances" or "sparse_instances" is [];
 //  4. non_finite: a feature (a dense one, or a value of a sparse instance)
-//     that is a number too large for a float64 (1e999) or a string that
-//     reads as NaN or ±Inf ("NaN", "-Infinity");
+//     that is a number beyond MaxFeatureMagnitude (1e308, or 1e999, too
+//     large for a float64) or a string that reads as NaN or ±Inf ("NaN",
+//     "-Infinity");
 //  5. schema: anything else the schema rejects, integers that do not fit
 //     an int, and the rules of a sparse instance the schema states in
 //     words (indices strictly ascending, one value per index);
@@ -501,9 +502,10 @@ func (d *bagDecoder) number64(k, j int, what string, depth int) error {
 		if err != nil {
 			return err
 		}
+		// shortNumber's literals are below 1e15, always usable.
 		f := slowFloat(lit)
-		if math.IsInf(f, 0) && d.nonFinite == nil {
-			d.nonFinite = fmt.Errorf("instance %d %s %d = %s: %w", k, what, j, lit, mil.ErrNonFinite)
+		if !usable(f) && d.nonFinite == nil {
+			d.nonFinite = fmt.Errorf("instance %d %s %d = %s: %w", k, what, j, lit, unusable(f))
 		}
 		d.floats = append(d.floats, f)
 		return nil

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -114,6 +116,28 @@ type AnnotationMessage struct {
 	IngestedAt     *time.Time  `json:"ingested_at,omitempty"`
 	AnnotatedAt    time.Time   `json:"annotated_at"`
 	Annotator      string      `json:"annotator,omitempty"`
+}
+
+// MaxFeatureMagnitude bounds the absolute value of a feature. A finite
+// feature beyond it is refused as non_finite, as NaN and ±Inf are: the
+// models square features, sum them over instances and exponentiate
+// weighted sums, and one feature of 1e308 in a training bag made every
+// warm-started orlr refit fail ("bag label has zero probability"), after
+// restarts too. 1e100 is far beyond any measured feature, and the square
+// of a feature summed over any dimension a bag can have stays finite.
+const MaxFeatureMagnitude = 1e100
+
+// usable reports whether a feature is one the models can read: neither
+// NaN nor ±Inf nor beyond MaxFeatureMagnitude. Every decoder and check of
+// a bag's features asks it.
+func usable(f float64) bool { return math.Abs(f) <= MaxFeatureMagnitude }
+
+// unusable is the error of a feature usable refuses.
+func unusable(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return mil.ErrNonFinite
+	}
+	return fmt.Errorf("magnitude beyond %g (wire.MaxFeatureMagnitude)", float64(MaxFeatureMagnitude))
 }
 
 // Reason classifies why a message was dead-lettered.

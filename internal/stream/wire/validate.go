@@ -3,7 +3,6 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -123,20 +122,20 @@ func (v *Validator) CheckEncoded(m *BagMessage, size int) (*BagMessage, error) {
 	return &out, nil
 }
 
-// checkFinite rejects a NaN or infinite feature, dense or sparse, as
-// non_finite.
+// checkFinite rejects a feature, dense or sparse, that is NaN, infinite
+// or beyond MaxFeatureMagnitude, as non_finite.
 func checkFinite(m *BagMessage) error {
 	for k, x := range m.Instances {
 		for j, f := range x {
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, mil.ErrNonFinite))
+			if !usable(f) {
+				return Reject(ReasonNonFinite, fmt.Errorf("instance %d feature %d = %v: %w", k, j, f, unusable(f)))
 			}
 		}
 	}
 	for k, v := range m.SparseInstances {
 		for e, f := range v.Val {
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return Reject(ReasonNonFinite, fmt.Errorf("instance %d value %d = %v: %w", k, e, f, mil.ErrNonFinite))
+			if !usable(f) {
+				return Reject(ReasonNonFinite, fmt.Errorf("instance %d value %d = %v: %w", k, e, f, unusable(f)))
 			}
 		}
 	}

@@ -301,7 +301,7 @@ func TestDecodeBagRoundTrips(t *testing.T) {
 	// Go) on the reference path (escaped and non-ASCII strings) and on the
 	// fast path; json.Marshal writes it as -0.
 	negZero := math.Copysign(0, -1)
-	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, negZero}, {5e300, 1}}, Labels: []int{0}}
+	odd := &mil.Bag{ID: "b\u00e4g \"7\"\n", Instances: [][]float64{{1e-300, negZero}, {5e99, 1}}, Labels: []int{0}}
 	msgs = append(msgs, wire.NewBagMessage(odd, "caf\u00e9\\src", 2, []string{"\u00e9t\u00e9", "b"}, false))
 	plain := &mil.Bag{ID: "negzero", Instances: [][]float64{{negZero, 0}, {-1e-320, negZero}}}
 	msgs = append(msgs, wire.NewBagMessage(plain, "toy", 2, nil, false))

@@ -350,7 +350,11 @@ func numbers(vals []any, nonFinite func(j int, s string) error) (_ []float64, ok
 			continue
 		}
 		f, err := strconv.ParseFloat(s, 64)
-		if (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		// A string is refused only as NaN or ±Inf spelt out; a number
+		// also beyond the bound on a feature's magnitude.
+		_, isNumber := v.(json.Number)
+		if (err == nil || errors.Is(err, strconv.ErrRange)) &&
+			(math.IsNaN(f) || math.IsInf(f, 0) || (isNumber && math.Abs(f) > wire.MaxFeatureMagnitude)) {
 			return nil, false, wire.Reject(wire.ReasonNonFinite, nonFinite(j, s))
 		}
 		x = append(x, f)
