@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/syncbuf"
 )
@@ -36,10 +37,9 @@ import (
 const (
 	dashboardFile = "grafana/mimlstream-dashboard.json"
 	rulesFile     = "prometheus/alerts.yml"
-	redisAddr     = "127.0.0.1:6379"
 	// proposedMark starts the description of a dashboard panel, and
-	// proposedLabel marks an alert rule, whose metrics are proposed (issue
-	// 14's live quality) but not exported yet.
+	// proposedLabel marks an alert rule, whose metrics are proposed but
+	// not exported yet.
 	proposedMark  = "PROPOSED METRIC"
 	proposedLabel = "metric_status"
 )
@@ -208,13 +208,9 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the commands; skipped with -short")
 	}
-	if c, err := net.DialTimeout("tcp", redisAddr, time.Second); err != nil {
-		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
-	} else {
-		c.Close()
-	}
+	redisAddr := redistest.Real(t)
 	bin, _ := buildCommands(t)
-	exported := scrapePipeline(t, bin)
+	exported := scrapePipeline(t, bin, redisAddr)
 
 	uses := append(dashboardExprs(t), ruleExprs(t)...)
 	checked := 0
@@ -292,7 +288,7 @@ func (p *process) stop(t *testing.T) {
 // runOnce runs a command to its end and fails the test if it fails.
 func runOnce(t *testing.T, bin string, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, args[0]), args[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -314,12 +310,12 @@ func freePort(t *testing.T) string {
 // scrapePipeline runs the pipeline until every service has exported the
 // metrics it exports only once something happened (a dead letter, a
 // refit, a poll), and returns the names of every series scraped.
-func scrapePipeline(t *testing.T, bin string) map[string]bool {
+func scrapePipeline(t *testing.T, bin, redisAddr string) map[string]bool {
 	t.Helper()
 	broker := start(t, bin, "mimlctl", "broker", "--port", "0", "--partitions", "2")
 	var brokers string
 	re := regexp.MustCompile(`broker listening on (\S+) `)
-	waitUntil(t, 15*time.Second, "the broker to listen", func() bool {
+	streamtest.WaitEvery(t, 15*time.Second, 100*time.Millisecond, "the broker to listen", func() bool {
 		m := re.FindStringSubmatch(broker.out.String())
 		if m != nil {
 			brokers = m[1]
@@ -327,7 +323,7 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 		return m != nil
 	})
 	prefix := fmt.Sprintf("deploy-metrics-%d", time.Now().UnixNano())
-	t.Cleanup(func() { deleteKeys(t, "{"+prefix+"*") })
+	t.Cleanup(func() { deleteKeys(t, redisAddr, "{"+prefix+"*") })
 	redis := []string{"--redis", redisAddr, "--registry-prefix", prefix}
 	kafka := []string{"--brokers", brokers, "--create-topics=false"}
 	mscv2 := filepath.Join("..", "testdata", "mscv2", "MSCV2.mat")
@@ -348,7 +344,7 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 	exported := map[string]bool{}
 	waitFor := func(addr string, want ...string) {
 		t.Helper()
-		waitUntil(t, 90*time.Second, fmt.Sprintf("%v on http://%s/metrics", want, addr), func() bool {
+		streamtest.WaitEvery(t, 90*time.Second, 100*time.Millisecond, fmt.Sprintf("%v on http://%s/metrics", want, addr), func() bool {
 			names := scrape(addr)
 			for _, w := range want {
 				if !names[w] {
@@ -370,7 +366,7 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 	// and labeled bags sent again for that version to score.
 	retrainerProc.stop(t)
 	current := currentVersion(t, bin, redis)
-	waitUntil(t, 30*time.Second, "the annotator to serve "+current, func() bool {
+	streamtest.WaitEvery(t, 30*time.Second, 100*time.Millisecond, "the annotator to serve "+current, func() bool {
 		return strings.Contains(scrapeText(annotator), `version="`+current+`"`)
 	})
 	runOnce(t, bin, slices.Concat(labeled, []string{"--limit", "60"})...)
@@ -383,7 +379,7 @@ func scrapePipeline(t *testing.T, bin string) map[string]bool {
 // currentVersion asks mimlctl for the registry's current version.
 func currentVersion(t *testing.T, bin string, redis []string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "mimlctl"), slices.Concat([]string{"models", "show", "current", "--json"}, redis)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -440,19 +436,8 @@ func scrape(addr string) map[string]bool {
 	return names
 }
 
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // deleteKeys removes the test's keys from the shared Redis.
-func deleteKeys(t *testing.T, pattern string) {
+func deleteKeys(t *testing.T, redisAddr, pattern string) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()

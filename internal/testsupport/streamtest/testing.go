@@ -65,12 +65,19 @@ func DeleteKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) 
 // fails the test after limit.
 func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
+	return WaitEvery(t, limit, 5*time.Millisecond, what, cond)
+}
+
+// WaitEvery is WaitFor polling every interval, for a condition that costs
+// more to check (an HTTP scrape, a subprocess).
+func WaitEvery(t testing.TB, limit, interval time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > limit {
 			t.Fatalf("%s: not within %v", what, limit)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(interval)
 	}
 	return time.Since(start)
 }
