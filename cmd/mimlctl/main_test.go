@@ -26,13 +26,12 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/syncbuf"
 	"github.com/mimlstream/mimlstream/internal/testsupport/tlstest"
 	"github.com/mimlstream/mimlstream/schemas"
 )
-
-const redisAddr = "127.0.0.1:6379"
 
 // runCmd runs the command in-process, as main does but for os.Exit.
 func runCmd(ctx context.Context, args ...string) (code int, stdout, stderr string) {
@@ -68,7 +67,7 @@ func background(t *testing.T, args ...string) (stdout, stderr *syncbuf.Buffer, s
 }
 
 func TestHelpAndUsageErrors(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	help := []struct {
 		args []string
 		want []string
@@ -163,7 +162,7 @@ func write(t *testing.T, addr, topic string, values ...[]byte) {
 	for i, v := range values {
 		msgs[i] = kafka.Message{Key: fmt.Appendf(nil, "k%d", i), Value: v}
 	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+	if err := w.WriteMessages(t.Context(), msgs...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -187,7 +186,7 @@ func TestBrokerAndTail(t *testing.T) {
 	// seeded with the broker's defaults, so annotations are not compacted
 	// as docs/operating.md promises).
 	cl := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
-	resp, err := cl.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+	resp, err := cl.DescribeConfigs(t.Context(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.Annotations, ConfigNames: []string{"cleanup.policy"}},
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: topics.DeadLetter, ConfigNames: []string{"retention.ms"}}}})
 	if err != nil {
@@ -206,7 +205,7 @@ func TestBrokerAndTail(t *testing.T) {
 	write(t, addr, topics.DeadLetter,
 		wire.NewDeadLetter(wire.StageAnnotate, wire.ReasonDimension, errors.New("bag has dimension 166, model 48"), "bag-9", topics.Annotate, 1, 17, []byte(`{"id":"bag-9"}`)).Encode(1<<20),
 		wire.NewDeadLetter(wire.StageIngest, wire.ReasonMalformedJSON, errors.New("invalid character"), "", "", 0, -1, []byte(`{oops`)).Encode(1<<20))
-	ctx := context.Background()
+	ctx := t.Context()
 
 	code, stdout, stderr := runCmd(ctx, "tail", topics.Annotations, "--brokers", addr)
 	if code != 0 {
@@ -279,7 +278,7 @@ func TestBrokerSecurity(t *testing.T) {
 	srv := ca.Server(t, "broker")
 	addr, _ := startBroker(t, "--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile, "--user", "SCRAM-SHA-512:alice:s3cret")
 	secure := []string{"--brokers", addr, "--kafka-tls-ca", ca.File, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", "alice"}
-	ctx := context.Background()
+	ctx := t.Context()
 	if code, _, stderr := runCmd(ctx, append([]string{"tail", "bags", "--kafka-sasl-password", "s3cret"}, secure...)...); code != 0 {
 		t.Errorf("tail over TLS+SCRAM exits %d:\n%s", code, stderr)
 	}
@@ -305,9 +304,10 @@ type registryEnv struct {
 
 func newRegistryEnv(t *testing.T) *registryEnv {
 	t.Helper()
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
+	redisAddr := redistest.Real(t)
+	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
-		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
+		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
 	}
 	prefix := fmt.Sprintf("mimlctl-%s-%d", t.Name(), time.Now().UnixNano())
 	t.Cleanup(func() {
@@ -326,7 +326,7 @@ func (r *registryEnv) fit(t *testing.T, data, kind string, promote bool) feature
 		args = append(args, "--promote")
 	}
 	var out, errb bytes.Buffer
-	if err := retrain.FitCommand(context.Background(), service.Env{Stdout: &out, Stderr: &errb}, catalog.New(), args); err != nil {
+	if err := retrain.FitCommand(t.Context(), service.Env{Stdout: &out, Stderr: &errb}, catalog.New(), args); err != nil {
 		t.Fatalf("retrainer fit %q: %v\n%s", args, err, errb.String())
 	}
 	var meta featurestore.VersionMeta
@@ -338,7 +338,7 @@ func (r *registryEnv) fit(t *testing.T, data, kind string, promote bool) feature
 
 func (r *registryEnv) current(t *testing.T) string {
 	t.Helper()
-	v, err := r.reg.Alias(context.Background(), featurestore.AliasCurrent)
+	v, err := r.reg.Alias(t.Context(), featurestore.AliasCurrent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func (r *registryEnv) current(t *testing.T) string {
 // --force, and rollback restores the MSCV2 one.
 func TestModels(t *testing.T) {
 	r := newRegistryEnv(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	models := func(args ...string) (int, string, string) {
 		return runCmd(ctx, append(append([]string{"models"}, args...), r.flags...)...)
 	}
