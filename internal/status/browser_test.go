@@ -25,12 +25,13 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 const (
-	chromium  = "/usr/bin/chromium"
-	redisAddr = "127.0.0.1:6379"
+	chromium = "/usr/bin/chromium"
 	// screenshotEnv names a file to write the page's screenshot to (the
 	// one in docs/ is made so).
 	screenshotEnv = "MIMLSTREAM_STATUS_SCREENSHOT"
@@ -44,22 +45,23 @@ const (
 // every partition, draws every plot, and picks up a promotion made after
 // it loaded without being reloaded.
 func TestStatusPageInChromium(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("headless Chromium not installed at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
-	}
 	if testing.Short() {
 		t.Skip("runs the pipeline and a browser; skipped with -short")
 	}
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
+	if _, err := os.Stat(chromium); err != nil {
+		realpart.Missing(t, "headless Chromium is not installed at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
+	}
+	redisAddr := redistest.Real(t)
+	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
-		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
+		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
 	}
 	prefix := fmt.Sprintf("status-%d", time.Now().UnixNano())
 	t.Cleanup(func() {
 		streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
 		rdb.Close()
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	topics := wire.DefaultTopics()
 	brokers := streamtest.StartBroker(t, 4, topics.All()...)
@@ -152,7 +154,7 @@ func TestStatusPageInChromium(t *testing.T) {
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("headless", true), chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1500, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
 	defer cancelBrowser()
@@ -263,7 +265,7 @@ func store(t *testing.T, kinds *models.Registry, reg *featurestore.Registry, ds 
 	sub := *ds
 	sub.Bags = bags
 	start := time.Now()
-	m, err := kind.Fit(context.Background(), &sub, models.FitOptions{Seed: 1})
+	m, err := kind.Fit(t.Context(), &sub, models.FitOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +273,13 @@ func store(t *testing.T, kinds *models.Registry, reg *featurestore.Registry, ds 
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta, err := reg.Put(context.Background(), blob, featurestore.VersionMeta{TrainingWindow: window,
+	meta, err := reg.Put(t.Context(), blob, featurestore.VersionMeta{TrainingWindow: window,
 		Metrics: map[string]float64{"train_bags": float64(len(bags)), "fit_seconds": time.Since(start).Seconds()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if promote {
-		if err := reg.Promote(context.Background(), meta.Version); err != nil {
+		if err := reg.Promote(t.Context(), meta.Version); err != nil {
 			t.Fatal(err)
 		}
 	}
