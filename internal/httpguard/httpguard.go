@@ -12,6 +12,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -138,6 +139,71 @@ type Lines struct {
 	read     int64
 	line     []byte
 	n        int // 1-based number of the current line
+	skipped  skipping
+}
+
+// SkippedPrefix is how many first bytes of a skipped line Lines keeps.
+const SkippedPrefix = 4096
+
+// Skipped describes a line skipped for its length: its first bytes (at
+// most SkippedPrefix), its size and the SHA-256 of its bytes (without the
+// end of line, as Next would have returned it), so that it can be
+// dead-lettered and recognised without having been held.
+type Skipped struct {
+	Prefix []byte
+	Size   int64
+	SHA256 [sha256.Size]byte
+}
+
+// skipping accumulates the Skipped of the line being skipped.
+type skipping struct {
+	h      hash.Hash
+	prefix []byte
+	size   int64
+	// cr: the bytes so far end with a \r, held back until it is known
+	// not to end the line (Next drops a \r before the end of line).
+	cr  bool
+	sum [sha256.Size]byte
+}
+
+func (s *skipping) start() {
+	if s.h == nil {
+		s.h = sha256.New()
+	}
+	s.h.Reset()
+	s.prefix, s.size, s.cr = s.prefix[:0], 0, false
+}
+
+// add adds b, a fragment of the line (its \n, if any, ends the line).
+func (s *skipping) add(b []byte) {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	if len(b) == 0 {
+		return
+	}
+	if s.cr {
+		s.write([]byte("\r"))
+		s.cr = false
+	}
+	if b[len(b)-1] == '\r' {
+		b, s.cr = b[:len(b)-1], true
+	}
+	s.write(b)
+}
+
+func (s *skipping) write(b []byte) {
+	_, _ = s.h.Write(b)
+	s.size += int64(len(b))
+	if n := min(len(b), SkippedPrefix-len(s.prefix)); n > 0 {
+		s.prefix = append(s.prefix, b[:n]...)
+	}
+}
+
+func (s *skipping) end() { s.h.Sum(s.sum[:0]) }
+
+// Skipped describes the line of the last ErrLineTooLong; its Prefix is
+// valid until the next call of Next.
+func (l *Lines) Skipped() Skipped {
+	return Skipped{Prefix: l.skipped.prefix, Size: l.skipped.size, SHA256: l.skipped.sum}
 }
 
 // NewLines wraps r.
@@ -165,15 +231,21 @@ func (l *Lines) Next() ([]byte, int, error) {
 			}
 			if n > l.maxLine {
 				tooLong = true
+				l.skipped.start()
+				l.skipped.add(l.line)
+				l.skipped.add(frag)
 				l.line = l.line[:0]
 			} else {
 				l.line = append(l.line, frag...)
 			}
+		} else {
+			l.skipped.add(frag)
 		}
 		switch {
 		case err == nil:
 			l.n++
 			if tooLong {
+				l.skipped.end()
 				return nil, l.n, ErrLineTooLong
 			}
 			return trimEOL(l.line), l.n, nil
@@ -185,6 +257,7 @@ func (l *Lines) Next() ([]byte, int, error) {
 			}
 			l.n++
 			if tooLong {
+				l.skipped.end()
 				return nil, l.n, ErrLineTooLong
 			}
 			return trimEOL(l.line), l.n, nil

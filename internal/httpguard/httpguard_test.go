@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -286,4 +287,50 @@ func TestSlowClientCut(t *testing.T) {
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("slow client held the connection for %v", d)
 	}
+}
+
+// TestSkippedMatchesReference: every line skipped for its length, read a
+// few bytes at a time, is described by its size, SHA-256 and first bytes
+// exactly as the line Next would have returned without a limit (\r\n and
+// a \r split from its \n by the reads included).
+func TestSkippedMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	skipped := 0
+	for iter := range 2000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(5) {
+			b.WriteString(strings.Repeat(string(rune('a'+rng.IntN(26))), rng.IntN(1<<uint(rng.IntN(15)))))
+			if rng.IntN(3) == 0 {
+				b.WriteByte('\r')
+			}
+			if rng.IntN(4) == 0 {
+				b.WriteString("x\rz")
+			}
+			b.WriteByte('\n')
+		}
+		body := b.String()
+		maxLine := rng.IntN(1 << uint(rng.IntN(14)))
+		want := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+		l := NewLines(&chunky{s: body, rng: rng}, maxLine, 0)
+		for {
+			_, n, err := l.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if !errors.Is(err, ErrLineTooLong) {
+				continue
+			}
+			skipped++
+			line := strings.TrimSuffix(want[n-1], "\r")
+			s := l.Skipped()
+			if s.Size != int64(len(line)) || s.SHA256 != sha256.Sum256([]byte(line)) || string(s.Prefix) != line[:min(len(line), SkippedPrefix)] {
+				t.Fatalf("iter %d line %d (%d bytes, limit %d): skipped size %d, prefix %d bytes, sum %x; want %d, %x",
+					iter, n, len(line), maxLine, s.Size, len(s.Prefix), s.SHA256[:4], len(line), sha256.Sum256([]byte(line)))
+			}
+		}
+	}
+	if skipped < 1000 {
+		t.Fatalf("only %d lines skipped: the test does not exercise Skipped", skipped)
+	}
+	t.Logf("%d skipped lines checked", skipped)
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -380,6 +381,36 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 	p := newPacer(f.Rate)
 	fl := newFlights(s.pub.InFlight())
 	var pending [][]byte
+	var pendingLines []int
+	// The rejected lines are named on stderr (the summary only counts
+	// them): by line number, with the bag id when it could be read.
+	var rmu sync.Mutex
+	var rejected []LineRejection
+	var ids []string
+	nrejected := 0
+	defer func() {
+		rmu.Lock()
+		defer rmu.Unlock()
+		order := make([]int, len(rejected))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(a, b int) bool { return rejected[order[a]].Line < rejected[order[b]].Line })
+		src := f.JSONL
+		if src == "-" {
+			src = "stdin"
+		}
+		for _, i := range order {
+			x, id := rejected[i], ""
+			if ids[i] != "" {
+				id = fmt.Sprintf(" bag %q", ids[i])
+			}
+			fmt.Fprintf(env.Stderr, "ingest: %s:%d:%s rejected: %s\n", src, x.Line, id, x.Error)
+		}
+		if nrejected > len(rejected) {
+			fmt.Fprintf(env.Stderr, "ingest: %s: %d more rejected lines not listed (the dead-letter topic has them all)\n", src, nrejected-len(rejected))
+		}
+	}()
 	// stop reports the first error of a chunk in flight before err: it is
 	// the cause of err when fl.Go refused the next chunk.
 	stop := func(err error) error {
@@ -392,8 +423,8 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 		if len(pending) == 0 {
 			return nil
 		}
-		chunk := pending
-		pending = nil
+		chunk, lines := pending, pendingLines
+		pending, pendingLines = nil, nil
 		keys := make([]string, 0, len(chunk))
 		for _, raw := range chunk {
 			if id, ok := topLevelID(raw); ok {
@@ -401,20 +432,32 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 			}
 		}
 		if err := fl.Go(ctx, keys, func() error {
-			_, err := s.pub.PublishRaw(ctx, chunk)
+			rej, err := s.pub.PublishRaw(ctx, chunk)
+			rmu.Lock()
+			defer rmu.Unlock()
+			for _, x := range rej {
+				nrejected++
+				if len(rejected) < maxRejectedLines {
+					rejected = append(rejected, LineRejection{Line: lines[x.Index], Reason: x.Reason, Error: x.Error})
+					ids = append(ids, x.ID)
+				}
+			}
 			return err
 		}); err != nil {
 			return err
 		}
 		return p.wait(ctx, len(chunk))
 	}
+	n := 0
 	for sc.Scan() {
+		n++
 		line := bytes.TrimSpace(sc.Bytes())
 		_ = bar.Add(len(sc.Bytes()) + 1)
 		if len(line) == 0 {
 			continue
 		}
 		pending = append(pending, append([]byte(nil), line...))
+		pendingLines = append(pendingLines, n)
 		if len(pending) >= max(1, f.Batch) {
 			if err := flush(); err != nil {
 				return stop(err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -317,4 +318,36 @@ func readMessages(t *testing.T, brokers []string, topic string, n int) []kafka.M
 		t.Fatalf("%s: %d messages, want %d", topic, len(out), n)
 	}
 	return out
+}
+
+// TestJSONLNamesRejectedLines: `ingest --jsonl -` names each rejected line
+// on stderr, with the bag id when it could be read, and the dead letters
+// are keyed by that id.
+func TestJSONLNamesRejectedLines(t *testing.T) {
+	brokers := startBroker(t)
+	var stdout, stderr bytes.Buffer
+	body := fmt.Sprintf(goodBag, "ok-1") + "\n" + `{"schema_version":1,"id":"nf-1","dim":2,"instances":[[1,"NaN"]]}` + "\n\nnot json\n" +
+		`{"schema_version":1,"id":"dim-1","dim":2,"instances":[[1,2,3]]}` + "\n"
+	env := service.Env{Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(body)}
+	if err := Command(context.Background(), env, []string{"--brokers", strings.Join(brokers, ","), "--jsonl", "-", "--batch", "2"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{`stdin:2: bag "nf-1" rejected: non_finite`, `stdin:4: rejected: malformed_json`, `stdin:5: bag "dim-1" rejected: dimension`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	var keys []string
+	for _, d := range readTopic(t, brokers, wire.DefaultTopics().DeadLetter, 3) {
+		var dl wire.DeadLetter
+		if err := json.Unmarshal(d, &dl); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, dl.Key)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"", "dim-1", "nf-1"}) {
+		t.Errorf("dead-letter keys %q, want the ids that could be read", keys)
+	}
+	t.Logf("stderr:\n%s", stderr.String())
 }

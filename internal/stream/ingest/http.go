@@ -26,8 +26,8 @@ type HTTPConfig struct {
 	// Tokens, when not nil, are the bearer tokens POST /bags accepts.
 	Tokens *httpguard.Tokens
 	// MaxLineBytes bounds one line of a body: a longer line is skipped
-	// without being buffered and rejected as oversize (no dead letter: its
-	// bytes are not kept). It must be > 0.
+	// without being buffered and rejected as oversize, its dead letter
+	// holding its first bytes, size and SHA-256. It must be > 0.
 	MaxLineBytes int
 	// MaxBodyBytes bounds a whole body; reading stops beyond it and the
 	// answer is 413 with the lines processed so far. 0: no total limit
@@ -295,8 +295,20 @@ read:
 		case errors.Is(err, httpguard.ErrLineTooLong):
 			res.Lines = n
 			nonBlank++
-			res.Rejected = append(res.Rejected, LineRejection{Line: n, Reason: wire.ReasonOversize,
-				Error: fmt.Sprintf("line of more than %d bytes", h.cfg.MaxLineBytes)})
+			// A dead letter as at every other door: its first bytes, size
+			// and SHA-256 (the line itself was never held).
+			x, err := h.pub.RejectSkipped(ctx, lines.Skipped(), h.cfg.MaxLineBytes)
+			if err != nil {
+				// The lines before it are published and reported first
+				// (or an earlier failure is): the client resends from it.
+				flush()
+				merge(len(chunks))
+				if failed == nil {
+					failed, res.NextLine = err, n
+				}
+				break read
+			}
+			res.Rejected = append(res.Rejected, LineRejection{Line: n, Reason: x.Reason, Error: x.Error})
 		case errors.Is(err, httpguard.ErrBodyTooLong):
 			res.NextLine = n
 			stop = fmt.Errorf("body exceeds the %d-byte limit at line %d", h.cfg.MaxBodyBytes, n)

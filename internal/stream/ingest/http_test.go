@@ -3,7 +3,9 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,9 +246,9 @@ func TestBagsPerLineResult(t *testing.T) {
 		})
 	}
 	// The accepted bags reached the topics; the rejected ones that were
-	// read (all but the oversize line) are dead letters.
+	// read and the oversize line are dead letters.
 	readTopic(t, brokers, topics.Annotate, published)
-	dead := readTopic(t, brokers, topics.DeadLetter, 3)
+	dead := readTopic(t, brokers, topics.DeadLetter, 4)
 	for _, d := range dead {
 		var dl wire.DeadLetter
 		if err := json.Unmarshal(d, &dl); err != nil || dl.Stage != wire.StageIngest {
@@ -290,7 +292,7 @@ func TestBagsAuth(t *testing.T) {
 	addr := serve(t, pub, hc, httpguard.DefaultTimeouts(), "", "")
 	url := "http://" + addr + "/bags"
 	var first []byte
-	for _, h := range []string{"", "Bearer", "Bearer ", "Bearer alpha-token", "Bearer alpha-token-12", "Basic alpha-token-1", "bearer alpha-token-1", "Bearer beta-token-2 x"} {
+	for _, h := range []string{"", "Bearer", "Bearer ", "Bearer alpha-token", "Bearer alpha-token-12", "Basic alpha-token-1", "Bearer-alpha-token-1", "Bearer beta-token-2 x"} {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(goodBag, "a1")))
 		if h != "" {
 			req.Header.Set("Authorization", h)
@@ -324,8 +326,16 @@ func TestBagsAuth(t *testing.T) {
 		t.Fatalf("/healthz without a token: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if st := pub.Stats(); st.Published != 2 {
-		t.Errorf("published %d, want 2", st.Published)
+	// The scheme is case-insensitive (RFC 7235).
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(goodBag, "lower")))
+	req.Header.Set("Authorization", "bearer alpha-token-1")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("lower-case bearer: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if st := pub.Stats(); st.Published != 3 {
+		t.Errorf("published %d, want 3", st.Published)
 	}
 }
 
@@ -741,4 +751,32 @@ func TestReadyzFollowsKafka(t *testing.T) {
 	if code, body := get("/readyz"); code != http.StatusOK {
 		t.Errorf("broker back: /readyz %d %s", code, body)
 	}
+}
+
+// TestBagsOversizeLineDeadLettered: a line over the line limit of POST
+// /bags is a dead letter as at every other door (its first bytes, size and
+// SHA-256, keyed by the id those bytes show) and counted in the summary's
+// rejections.
+func TestBagsOversizeLineDeadLettered(t *testing.T) {
+	brokers := startBroker(t)
+	pub := newPublisher(t, brokers, 1<<20)
+	addr := serve(t, pub, HTTPConfig{MaxLineBytes: 300, MaxBodyBytes: 1 << 20, Batch: 2}, httpguard.DefaultTimeouts(), "", "")
+	long := `{"schema_version":1,"id":"long-1","dim":1,"instances":[` + strings.Repeat("[0.5],", 1000) + `[0.5]]}`
+	a := post(t, http.DefaultClient, "http://"+addr+"/bags", "", strings.NewReader(fmt.Sprintf(goodBag, "ok-1")+"\n"+long+"\r\n"))
+	if a.status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d: %s", a.status, a.body)
+	}
+	if got := pub.Stats().Rejected[wire.ReasonOversize]; got != 1 {
+		t.Errorf("stats: %d oversize rejections, want 1", got)
+	}
+	var dl wire.DeadLetter
+	if err := json.Unmarshal(readTopic(t, brokers, wire.DefaultTopics().DeadLetter, 1)[0], &dl); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(long))
+	if dl.Reason != wire.ReasonOversize || dl.Stage != wire.StageIngest || dl.Key != "long-1" || dl.OriginalSize != len(long) ||
+		dl.OriginalSHA256 != hex.EncodeToString(sum[:]) || len(dl.Original) == 0 || !strings.HasPrefix(long, string(dl.Original)) {
+		t.Fatalf("dead letter %+v (original %d bytes); want oversize at ingest, key long-1, size %d, its SHA-256, a prefix", dl, len(dl.Original), len(long))
+	}
+	t.Logf("dead letter: reason %s, key %s, original %d of %d bytes, error %q", dl.Reason, dl.Key, len(dl.Original), dl.OriginalSize, dl.Error)
 }

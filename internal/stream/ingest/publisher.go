@@ -16,6 +16,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
@@ -282,7 +283,7 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 	// again.
 	return p.publish(ctx, raws, false, func(i int) (*wire.BagMessage, error) {
 		return p.validator.CheckEncoded(&msgs[i], len(raws[i]))
-	})
+	}, func(i int) string { return msgs[i].ID })
 }
 
 // PublishRaw validates wire-format bags and publishes the valid ones;
@@ -293,14 +294,47 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 // acknowledged; a message the broker refuses even so is returned as a
 // rejection (the others of the call are published).
 func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection, error) {
-	return p.publish(ctx, raws, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) })
+	return p.publish(ctx, raws, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) },
+		func(i int) string {
+			// A bag refused for its content is still found by its id
+			// when that could be read.
+			id, _ := topLevelID(raws[i])
+			return string(id)
+		})
+}
+
+// RejectSkipped rejects as oversize a line that was skipped for its
+// length without being held (POST /bags): it is dead-lettered with its
+// first bytes, size and SHA-256, keyed by its id when the first bytes
+// show it, and counted as every rejection is. limit is the line limit it
+// exceeded.
+func (p *Publisher) RejectSkipped(ctx context.Context, s httpguard.Skipped, limit int) (Rejection, error) {
+	id, _ := topLevelID(s.Prefix)
+	err := wire.Reject(wire.ReasonOversize, fmt.Errorf("line of %d bytes exceeds the %d-byte line limit", s.Size, limit))
+	r := Rejection{ID: string(id), Reason: wire.ReasonOversize, Error: err.Error(), err: err}
+	if p.cfg.Topics.DeadLetter != "" {
+		w := p.producer(ctx)
+		h := kafkaio.Headers(ctx, p.cfg.Obs.Propagator)
+		d := wire.NewDeadLetter(wire.StageIngest, r.Reason, err, r.ID, "", 0, -1, s.Prefix).OfPrefix(int(s.Size), s.SHA256)
+		m := kafka.Message{Topic: p.cfg.Topics.DeadLetter, Key: id, Value: d.Encode(w.ValueBudget(id, h)), Headers: h}
+		refused, werr := w.Write(ctx, []kafka.Message{m})
+		if werr != nil {
+			return r, fmt.Errorf("publish: %w", werr)
+		}
+		for _, x := range refused {
+			p.cfg.Obs.Logger.Error("dead letter refused by the broker; dropped", "topic", m.Topic, "err", x.Err)
+		}
+	}
+	p.count(ctx, 0, 0, []Rejection{r})
+	return r, nil
 }
 
 // publish publishes raws as PublishRaw does; check(i) validates raws[i]
-// (decoding it, or checking the message it was encoded from). transcode:
-// raws are JSON, to be published in the binary encoding of what check
-// decoded.
-func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, check func(i int) (*wire.BagMessage, error)) ([]Rejection, error) {
+// (decoding it, or checking the message it was encoded from), and idOf(i)
+// is the id of a rejected raws[i] when it could be read ("" otherwise),
+// the key of its dead letter. transcode: raws are JSON, to be published in
+// the binary encoding of what check decoded.
+func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, check func(i int) (*wire.BagMessage, error), idOf func(i int) string) ([]Rejection, error) {
 	w := p.producer(ctx)
 	var out []kafka.Message
 	var spans []trace.Span
@@ -336,7 +370,7 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, 
 		bm, err := check(i)
 		if err != nil {
 			reason, _ := wire.ReasonOf(err)
-			reject(i, "", reason, err, span)
+			reject(i, idOf(i), reason, err, span)
 			continue
 		}
 		if span.IsRecording() {
@@ -395,17 +429,22 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, 
 		rejected = append(rejected, Rejection{Index: i, ID: string(out[r.Index].Key), Reason: reason, Error: rerr.Error(), err: rerr})
 	}
 	slices.SortFunc(rejected, func(a, b Rejection) int { return a.Index - b.Index })
+	p.count(ctx, len(spans)-len(gone), labeled, rejected)
+	return rejected, nil
+}
+
+// count adds to the stats and the metrics.
+func (p *Publisher) count(ctx context.Context, published, labeled int, rejected []Rejection) {
 	p.mu.Lock()
-	p.stats.Published += len(spans) - len(gone)
+	p.stats.Published += published
 	p.stats.Labeled += labeled
 	for _, r := range rejected {
 		p.stats.Rejected[r.Reason]++
 	}
 	p.mu.Unlock()
-	p.m.published.Add(ctx, int64(len(spans)-len(gone)))
+	p.m.published.Add(ctx, int64(published))
 	p.m.labeled.Add(ctx, int64(labeled))
 	for _, r := range rejected {
 		p.m.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", string(r.Reason))))
 	}
-	return rejected, nil
 }

@@ -32,6 +32,16 @@ func NewDeadLetter(stage string, reason Reason, err error, key, topic string, pa
 		Partition: partition, Offset: offset, Original: original, OriginalSize: len(original), At: time.Now().UTC()}
 }
 
+// OfPrefix returns d for an original that was never held whole (a line
+// skipped for its length): d.Original is its first bytes, size and sum its
+// length and SHA-256. Encode keeps them as it keeps those of an original
+// it cuts.
+func (d DeadLetter) OfPrefix(size int, sum [sha256.Size]byte) DeadLetter {
+	d.OriginalSize = size
+	d.OriginalSHA256 = hex.EncodeToString(sum[:])
+	return d
+}
+
 // Encode returns the wire form of d in at most maxBytes bytes (<= 0: about
 // 1 MiB, Kafka's default limit). The original is kept whole when it fits;
 // otherwise the record keeps a prefix of at most 4 KiB, with the original's
@@ -43,12 +53,16 @@ func (d DeadLetter) Encode(maxBytes int) []byte {
 		maxBytes = defaultDeadLetterBytes
 	}
 	orig := d.Original
-	d.OriginalSize = len(orig)
+	if d.OriginalSHA256 == "" {
+		d.OriginalSize = len(orig)
+	}
 	if b := mustMarshal(d); len(b) <= maxBytes {
 		return b
 	}
-	sum := sha256.Sum256(orig)
-	d.OriginalSHA256 = hex.EncodeToString(sum[:])
+	if d.OriginalSHA256 == "" {
+		sum := sha256.Sum256(orig)
+		d.OriginalSHA256 = hex.EncodeToString(sum[:])
+	}
 	d.Original = []byte{}
 	base := mustMarshal(d)
 	for len(base) > maxBytes && d.Error != "" {
