@@ -10,17 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
 	"github.com/mimlstream/mimlstream/internal/testsupport/tlstest"
 )
 
 // startTLSRedis starts a redis-server that speaks only TLS, with a
 // certificate signed by ca, requires a client certificate signed by ca, and
-// a password. Skipped when redis-server is missing or built without TLS.
+// a password. When redis-server is missing or built without TLS the test
+// stops (realpart.Missing: fails under CI=true, skipped elsewhere).
 func startTLSRedis(t *testing.T, ca *tlstest.CA, password string) string {
 	t.Helper()
 	server, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server not installed")
+		realpart.Missing(t, "redis-server is not installed (apt-get install redis-server)")
 	}
 	srv := ca.Server(t, "redis")
 	port := freePort(t)
@@ -41,7 +43,7 @@ func startTLSRedis(t *testing.T, ca *tlstest.CA, password string) string {
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Skipf("redis-server exited at start (built without TLS?): %v", err)
+			realpart.Missing(t, "redis-server exited at start (built without TLS?): %v", err)
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {

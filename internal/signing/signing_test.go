@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
 )
 
 func writeKeys(t *testing.T) (privPath, pubPath string) {
@@ -91,7 +93,7 @@ func TestLoadKeyErrors(t *testing.T) {
 func TestOpenSSLKeys(t *testing.T) {
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
-		t.Skip("openssl not installed")
+		realpart.Missing(t, "openssl is not installed (apt-get install openssl)")
 	}
 	dir := t.TempDir()
 	priv, pub := filepath.Join(dir, "k.pem"), filepath.Join(dir, "k.pub")

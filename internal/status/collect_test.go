@@ -14,6 +14,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // fakeRegistry and fakeKafka stand in for Redis and Kafka so that the
@@ -142,13 +143,7 @@ func TestCollectorDeadLetters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Snapshot().DeadLetters.Total < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("dead letters counted: %+v", c.Snapshot().DeadLetters)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	streamtest.WaitFor(t, 5*time.Second, "five dead letters counted", func() bool { return c.Snapshot().DeadLetters.Total >= 5 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
