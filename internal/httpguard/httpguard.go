@@ -267,6 +267,22 @@ func (l *Lines) Next() ([]byte, int, error) {
 	}
 }
 
+// Rest returns a reader of the body after the lines read so far, under
+// the same total limit (ErrBodyTooLong beyond it): for a body that turns
+// out to be one document rather than lines.
+func (l *Lines) Rest() io.Reader { return rest{l} }
+
+type rest struct{ l *Lines }
+
+func (r rest) Read(p []byte) (int, error) {
+	n, err := r.l.r.Read(p)
+	r.l.read += int64(n)
+	if r.l.maxTotal > 0 && r.l.read > r.l.maxTotal {
+		return 0, ErrBodyTooLong
+	}
+	return n, err
+}
+
 func trimEOL(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))

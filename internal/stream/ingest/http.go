@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net"
@@ -326,6 +328,40 @@ read:
 			if len(line) == 0 {
 				continue
 			}
+			if nonBlank == 0 && opensDocument(line) {
+				// One JSON document (a pretty-printed bag), not lines: read
+				// whole under the line limit, published as one bag
+				// reported at its first line.
+				nonBlank++
+				d := newDocument(line, h.cfg.MaxLineBytes)
+				_, err := io.Copy(d, lines.Rest())
+				res.Lines = n + d.lines
+				if d.partial {
+					res.Lines++
+				}
+				switch {
+				case errors.Is(err, httpguard.ErrBodyTooLong):
+					res.NextLine = n
+					stop = fmt.Errorf("body exceeds the %d-byte limit", h.cfg.MaxBodyBytes)
+					status = http.StatusRequestEntityTooLarge
+				case err != nil:
+					res.NextLine = n
+					stop = fmt.Errorf("reading the body: %w", err)
+					status = http.StatusBadRequest
+				case d.size > h.cfg.MaxLineBytes:
+					x, err := h.pub.RejectSkipped(ctx, d.skipped(), h.cfg.MaxLineBytes)
+					if err != nil {
+						failed, res.NextLine = err, n
+						break read
+					}
+					res.Rejected = append(res.Rejected, LineRejection{Line: n, Reason: x.Reason, Error: x.Error})
+				default:
+					pending = append(pending, bytes.TrimSpace(d.buf))
+					pendingLines = append(pendingLines, n)
+					pendingBytes += len(pending[0])
+				}
+				break read
+			}
 			nonBlank++
 			// Lines reuses its buffer: keep a copy.
 			pending = append(pending, bytes.Clone(line))
@@ -382,6 +418,62 @@ read:
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusOK
+}
+
+// opensDocument reports whether the first non-blank line of a body opens
+// a JSON object it does not close: the body is then one JSON document (a
+// pretty-printed bag) rather than JSON lines, each of which is a whole
+// object. The first line alone decides, so no body is read both ways.
+func opensDocument(first []byte) bool {
+	return first[0] == '{' && !json.Valid(first)
+}
+
+// document accumulates a body read as one JSON document: whole while
+// within the line limit, and always its size, SHA-256, first bytes and
+// newlines, for the dead letter of one beyond it.
+type document struct {
+	buf    []byte
+	max    int
+	size   int
+	lines  int
+	h      hash.Hash
+	prefix []byte
+	// partial: the bytes since the last newline, a last line without one.
+	partial bool
+}
+
+func newDocument(first []byte, max int) *document {
+	d := &document{max: max, h: sha256.New()}
+	_, _ = d.Write(first)
+	_, _ = d.Write([]byte("\n"))
+	d.lines = 0 // the first line is counted by the caller
+	return d
+}
+
+func (d *document) Write(b []byte) (int, error) {
+	d.size += len(b)
+	_, _ = d.h.Write(b)
+	if d.size <= d.max {
+		d.buf = append(d.buf, b...)
+	} else {
+		d.buf = nil
+	}
+	if n := min(len(b), httpguard.SkippedPrefix-len(d.prefix)); n > 0 {
+		d.prefix = append(d.prefix, b[:n]...)
+	}
+	if len(b) > 0 {
+		d.lines += bytes.Count(b, []byte("\n"))
+		d.partial = b[len(b)-1] != '\n'
+	}
+	return len(b), nil
+}
+
+// skipped describes the document beyond the limit for its dead letter.
+func (d *document) skipped() httpguard.Skipped {
+	var s httpguard.Skipped
+	s.Prefix, s.Size = d.prefix, int64(d.size)
+	d.h.Sum(s.SHA256[:0])
+	return s
 }
 
 func (h *bagsHandler) publishFailed(res *BagsResult, err error) int {

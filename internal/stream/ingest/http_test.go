@@ -780,3 +780,69 @@ func TestBagsOversizeLineDeadLettered(t *testing.T) {
 	}
 	t.Logf("dead letter: reason %s, key %s, original %d of %d bytes, error %q", dl.Reason, dl.Key, len(dl.Original), dl.OriginalSize, dl.Error)
 }
+
+// TestBagsOneJSONDocument: a body whose first line opens an object it does
+// not close is one JSON document (a pretty-printed bag), published as one
+// bag and reported at its first line; a body of JSON lines is still read
+// line by line.
+func TestBagsOneJSONDocument(t *testing.T) {
+	brokers := startBroker(t)
+	s := responseSchema(t)
+	pub := newPublisher(t, brokers, 1<<20)
+	addr := serve(t, pub, HTTPConfig{MaxLineBytes: 2000, MaxBodyBytes: 1 << 20, Batch: 2}, httpguard.DefaultTimeouts(), "", "")
+	url := "http://" + addr + "/bags"
+	pretty := func(id string, instances any) string {
+		b, err := json.MarshalIndent(map[string]any{"schema_version": 1, "id": id, "dim": 2, "instances": instances}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	good := pretty("doc-1", [][]float64{{0.1, 0.2}, {0.3, 0.4}})
+	big := pretty("doc-big", slices.Repeat([][]float64{{0.1, 0.2}}, 200))
+	cases := []struct {
+		name   string
+		body   string
+		status int
+		ids    []string
+		reject map[int]wire.Reason
+		lines  int
+	}{
+		{"pretty-printed bag", good + "\n", http.StatusOK, []string{"doc-1"}, nil, strings.Count(good, "\n") + 1},
+		{"after blank lines, CRLF, no final newline", "\n\n" + strings.ReplaceAll(pretty("doc-2", [][]float64{{1, 2}}), "\n", "\r\n"),
+			http.StatusOK, []string{"doc-2"}, nil, strings.Count(pretty("doc-2", [][]float64{{1, 2}}), "\n") + 3},
+		{"pretty-printed invalid bag", pretty("doc-nan", [][]any{{1, "NaN"}}), http.StatusUnprocessableEntity, nil,
+			map[int]wire.Reason{1: wire.ReasonNonFinite}, strings.Count(pretty("doc-nan", [][]any{{1, "NaN"}}), "\n") + 1},
+		{"pretty-printed bag over the line limit", big, http.StatusUnprocessableEntity, nil,
+			map[int]wire.Reason{1: wire.ReasonOversize}, strings.Count(big, "\n") + 1},
+		{"two documents are not one", good + "\n" + good, http.StatusUnprocessableEntity, nil,
+			map[int]wire.Reason{1: wire.ReasonMalformedJSON}, 2*strings.Count(good, "\n") + 2},
+		{"JSON lines", fmt.Sprintf(goodBag, "l1") + "\n" + fmt.Sprintf(goodBag, "l2") + "\n", http.StatusOK, []string{"l1", "l2"}, nil, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := post(t, http.DefaultClient, url, "", strings.NewReader(c.body))
+			r := decodeResult(t, s, a.body)
+			if a.status != c.status || !r.Complete || r.Lines != c.lines || !slices.Equal(r.AcceptedIDs, append([]string{}, c.ids...)) || len(r.Rejected) != len(c.reject) {
+				t.Fatalf("status %d, answer %s; want %d, complete, %d lines, ids %q, rejected %v", a.status, a.body, c.status, c.lines, c.ids, c.reject)
+			}
+			for _, x := range r.Rejected {
+				if c.reject[x.Line] != x.Reason {
+					t.Errorf("rejection %+v, want %v", x, c.reject)
+				}
+			}
+		})
+	}
+	// The invalid document is one dead letter, keyed by its id.
+	var keys []string
+	for _, d := range readTopic(t, brokers, wire.DefaultTopics().DeadLetter, 3) {
+		var dl wire.DeadLetter
+		if err := json.Unmarshal(d, &dl); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, dl.Key)
+	}
+	if !slices.Contains(keys, "doc-nan") || !slices.Contains(keys, "doc-big") {
+		t.Errorf("dead-letter keys %q, want doc-nan and doc-big among them", keys)
+	}
+}
