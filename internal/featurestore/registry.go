@@ -100,6 +100,11 @@ type VersionMeta struct {
 	// offset after the messages the model was fitted on: a restarted
 	// retrainer refits only when the topic holds data beyond them.
 	TrainOffsets map[int]int64 `json:"train_offsets,omitempty"`
+	// Excluded are ids of training bags that refits up to this version
+	// isolated (the fit failed on them and succeeded without them) and
+	// dead-lettered, the newest few hundred: a restarted retrainer keeps
+	// their messages below TrainOffsets out of the window it rebuilds.
+	Excluded []string `json:"excluded,omitempty"`
 }
 
 // Registry stores serialized models (models.Encode envelopes) as immutable,

@@ -125,6 +125,13 @@ type Retrainer struct {
 	// refitMu makes one refit at a time: two refits of one retrainer
 	// compare with the same current, and only one may then promote.
 	refitMu sync.Mutex
+	// failing is the run of failed refits up to the last one (zero once a
+	// refit succeeds), for Ready; under mu.
+	failing struct {
+		n     int
+		since time.Time
+		err   error
+	}
 
 	mu    sync.Mutex
 	order []string // ids, oldest first
@@ -139,6 +146,10 @@ type Retrainer struct {
 	// fitted are the training offsets of the current model: rejections
 	// below them were dead-lettered by an earlier run.
 	fitted map[int]int64
+	// excluded are the ids of the training bags refits isolated (the
+	// current model's featurestore.VersionMeta.Excluded and this run's),
+	// oldest first, at most maxExcluded.
+	excluded []string
 
 	refits   metric.Int64Counter
 	fitTime  metric.Float64Histogram
@@ -162,8 +173,25 @@ type windowBag struct {
 	raw    []byte
 }
 
+// The results of a refit, the result attribute of the refits counter.
+const (
+	resultPromoted = "promoted"
+	resultKept     = "kept"   // a candidate, not promoted
+	resultFailed   = "failed" // no candidate: the refit failed
+)
+
+func refitAttrs(result string) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("result", result), attribute.Bool("promoted", result == resultPromoted))
+}
+
 // RefitResult describes one refit.
 type RefitResult struct {
+	At time.Time `json:"at"`
+	// Error is why the refit failed ("" when it produced a candidate).
+	Error string `json:"error,omitempty"`
+	// Isolated are the training bags the fit failed on and succeeded
+	// without: dead-lettered (stage retrain) and dropped from the window.
+	Isolated []string `json:"isolated,omitempty"`
 	Version  string `json:"version,omitempty"`
 	Parent   string `json:"parent,omitempty"`
 	Promoted bool   `json:"promoted"`
@@ -230,7 +258,7 @@ func (r *Retrainer) initMetrics() error {
 	mt := r.cfg.Obs.Meter.Meter(service.Instrumentation)
 	var errs []error
 	var err error
-	r.refits, err = mt.Int64Counter("mimlstream.retrainer.refits", metric.WithDescription("Refits, by outcome (promoted or not)."))
+	r.refits, err = mt.Int64Counter("mimlstream.retrainer.refits", metric.WithDescription("Refits, by result (promoted, kept: current stays, failed: no candidate) and whether promoted."))
 	errs = append(errs, err)
 	r.fitTime, err = mt.Float64Histogram("mimlstream.retrainer.fit_duration", metric.WithDescription("Time to fit a candidate."), metric.WithUnit("s"))
 	errs = append(errs, err)
@@ -246,8 +274,8 @@ func (r *Retrainer) initMetrics() error {
 	// Counters exist from the start, every outcome and reason included, so
 	// rates and alerts are defined before the first refit or rejection.
 	ctx := context.Background()
-	for _, p := range []bool{true, false} {
-		r.refits.Add(ctx, 0, metric.WithAttributes(attribute.Bool("promoted", p)))
+	for _, res := range []string{resultPromoted, resultKept, resultFailed} {
+		r.refits.Add(ctx, 0, refitAttrs(res))
 	}
 	for _, reason := range wire.Reasons() {
 		r.rejected.Add(ctx, 0, metric.WithAttributes(attribute.String("reason", string(reason))))
@@ -298,6 +326,14 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 	r.track.Add(m)
 	r.mu.Lock()
 	target := r.target
+	if err == nil {
+		// A bag a refit isolated, replayed by a rebuild: the version
+		// fitted without it has seen it (its offset is below the fitted
+		// ones); a later message under the same id is a new bag.
+		if off, ok := r.fitted[m.Partition]; ok && m.Offset < off && slices.Contains(r.excluded, bm.ID) {
+			err = wire.Reject(wire.ReasonBadInput, fmt.Errorf("training bag %q: isolated by an earlier refit (the fit failed on it)", bm.ID))
+		}
+	}
 	r.mu.Unlock()
 	if err == nil {
 		err = r.check(ctx, target, bm)
@@ -501,6 +537,12 @@ func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
 		return nil
 	}
 	r.fitted = meta.TrainOffsets
+	for _, id := range meta.Excluded {
+		if !slices.Contains(r.excluded, id) {
+			r.excluded = append(r.excluded, id)
+		}
+	}
+	r.excluded = r.excluded[max(0, len(r.excluded)-maxExcluded):]
 	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, Implicit: meta.ImplicitClasses,
 		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty, EmptyLabelsOption: r.emptyOption}
 	r.target = t
@@ -577,6 +619,13 @@ func (r *Retrainer) Ready() (bool, string) {
 		return false, "not ready: not consuming " + r.cfg.Topic
 	case !r.rebuilt.Load():
 		return false, fmt.Sprintf("not ready: rebuilding the window from %s (%d bags so far)", r.cfg.Topic, r.Len())
+	}
+	r.mu.Lock()
+	failing := r.failing
+	r.mu.Unlock()
+	if failing.n > 0 {
+		return false, fmt.Sprintf("not ready: refit failed (%d in a row since %s; /refits has each error): %v",
+			failing.n, failing.since.Format(time.RFC3339), failing.err)
 	}
 	return true, fmt.Sprintf("ok: following %s, window of %d bags", r.cfg.Topic, r.Len())
 }
@@ -829,10 +878,47 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 // Refit fits a candidate on the window, compares it with the current model
 // on the held-out slice, stores it with its metrics, and promotes it when it
 // is not worse than the current one by more than the margin. Registry
-// operations are retried while Redis is down.
+// operations are retried while Redis is down. A training bag the fit fails
+// on and succeeds without is dead-lettered and dropped from the window
+// (isolate). Every refit is recorded (Results, the refits counter by
+// result); a failed one with its error, and Ready reports failing refits
+// until one succeeds.
 func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	r.refitMu.Lock()
 	defer r.refitMu.Unlock()
+	res, err := r.refit(ctx)
+	res.At = time.Now().UTC()
+	if err != nil && ctx.Err() != nil {
+		return res, err // shutting down: not a failure of the refit
+	}
+	result := resultKept
+	switch {
+	case err != nil:
+		result, res.Promoted, res.Error = resultFailed, false, err.Error()
+		res.Reason = "refit failed: " + res.Error
+	case res.Promoted:
+		result = resultPromoted
+	}
+	r.mu.Lock()
+	r.last = append(r.last, res)
+	if err != nil {
+		if r.failing.n == 0 {
+			r.failing.since = res.At
+		}
+		r.failing.n++
+		r.failing.err = err
+	} else {
+		r.failing.n, r.failing.err = 0, nil
+	}
+	r.mu.Unlock()
+	r.refits.Add(ctx, 1, refitAttrs(result))
+	if err == nil {
+		r.fitTime.Record(ctx, res.FitTime.Seconds())
+	}
+	return res, err
+}
+
+func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	if r.Len() == 0 {
 		return RefitResult{}, errors.New("empty window")
 	}
@@ -902,6 +988,16 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	// A window with sparse bags is densified for a kind without a sparse
 	// path, as for a fit from a file.
 	cand, err := kind.Fit(ctx, kind.DataFor(train), opt)
+	if err != nil && ctx.Err() == nil {
+		var isolated []isolatedBag
+		if cand, isolated, err = isolate(ctx, kind, train, opt, err); err == nil {
+			for _, b := range isolated {
+				res.Isolated = append(res.Isolated, b.id)
+			}
+			r.dropIsolated(ctx, isolated)
+			res.TrainBags = len(train.Bags)
+		}
+	}
 	res.FitTime = time.Since(start)
 	if err != nil {
 		return res, fmt.Errorf("fit %s on %d bags: %w", r.cfg.Kind, len(train.Bags), err)
@@ -937,7 +1033,10 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	if err != nil {
 		return res, err
 	}
-	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent, TrainOffsets: offsets}
+	r.mu.Lock()
+	excluded := slices.Clone(r.excluded)
+	r.mu.Unlock()
+	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent, TrainOffsets: offsets, Excluded: excluded}
 	for k, v := range res.Candidate {
 		meta.Metrics["heldout_"+k] = v
 	}
@@ -996,11 +1095,6 @@ func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 		r.deadLetterUnfit(ctx, r.setCurrent(stored))
 		res.Pruned = r.prune(ctx)
 	}
-	r.mu.Lock()
-	r.last = append(r.last, res)
-	r.mu.Unlock()
-	r.refits.Add(ctx, 1, metric.WithAttributes(attribute.Bool("promoted", res.Promoted)))
-	r.fitTime.Record(ctx, res.FitTime.Seconds())
 	return res, nil
 }
 
@@ -1009,6 +1103,108 @@ func orNone(v string) string {
 		return "(none)"
 	}
 	return v
+}
+
+// maxIsolated bounds the bags one refit may isolate: beyond a few, the
+// fault is more likely the model's or the data's as a whole than a bag's.
+const maxIsolated = 3
+
+// maxExcluded bounds the isolated bag ids remembered (Retrainer.excluded,
+// featurestore.VersionMeta.Excluded).
+const maxExcluded = 256
+
+// isolate is called after the fit of train failed with fitErr. It looks
+// for a bag that the fit fails on with the same error (culprit), drops it
+// from train and fits again, up to maxIsolated bags; it returns the model
+// and the bags dropped (train then holds the others) once a fit succeeds.
+// When no single bag reproduces the failure, or the fit still fails, it
+// returns the last fit error and leaves train as it was.
+func isolate(ctx context.Context, kind models.Kind, train *mil.Dataset, opt models.FitOptions, fitErr error) (models.Model, []isolatedBag, error) {
+	orig := train.Bags
+	var dropped []isolatedBag
+	for range maxIsolated {
+		i, ok := culprit(ctx, kind, train, opt, fitErr)
+		if !ok {
+			break
+		}
+		dropped = append(dropped, isolatedBag{id: train.Bags[i].ID, err: fitErr})
+		train.Bags = slices.Delete(slices.Clone(train.Bags), i, i+1)
+		m, err := kind.Fit(ctx, kind.DataFor(train), opt)
+		if err == nil {
+			return m, dropped, nil
+		}
+		fitErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	train.Bags = orig
+	return nil, nil, fitErr
+}
+
+// isolatedBag is a training bag the fit failed on, with the fit's error.
+type isolatedBag struct {
+	id  string
+	err error
+}
+
+// culprit bisects train for a bag the fit fails on: of the two halves of
+// the bags left, it keeps one whose fit fails with fitErr's message, down
+// to one bag. The same message, not any error, so that a half too small
+// or too uniform to fit for its own reasons is not blamed. It costs about
+// two fits of the window at most; ok is false when neither half fails so
+// (the failure needs bags from both: no single culprit).
+func culprit(ctx context.Context, kind models.Kind, train *mil.Dataset, opt models.FitOptions, fitErr error) (int, bool) {
+	fails := func(lo, hi int) bool {
+		sub := *train
+		sub.Bags = train.Bags[lo:hi]
+		_, err := kind.Fit(ctx, kind.DataFor(&sub), opt)
+		return err != nil && err.Error() == fitErr.Error()
+	}
+	lo, hi := 0, len(train.Bags)
+	for hi-lo > 1 && ctx.Err() == nil {
+		mid := lo + (hi-lo)/2
+		switch {
+		case fails(lo, mid):
+			hi = mid
+		case fails(mid, hi):
+			lo = mid
+		default:
+			return 0, false
+		}
+	}
+	return lo, hi-lo == 1 && ctx.Err() == nil
+}
+
+// dropIsolated takes bags the fit failed on out of the window and
+// dead-letters them (stage retrain, bad_input, the fit's error): they stop
+// breaking refits, and the restarted retrainer's rebuild, which replays
+// the topic, does not take them back below the next version's offsets.
+func (r *Retrainer) dropIsolated(ctx context.Context, bags []isolatedBag) {
+	for _, b := range bags {
+		r.mu.Lock()
+		wb, ok := r.bags[b.id]
+		if ok {
+			delete(r.bags, b.id)
+			r.order = slices.DeleteFunc(r.order, func(id string) bool { return id == b.id })
+		}
+		r.mu.Unlock()
+		if !ok {
+			continue
+		}
+		value := wb.raw
+		if value == nil {
+			// The window keeps the decoded bag, not its bytes: the dead
+			// letter holds it re-encoded.
+			value, _ = json.Marshal(wire.NewBagMessage(&wb.bag, r.cfg.Topic, wb.dim, wb.classes, false))
+		}
+		r.mu.Lock()
+		r.excluded = append(r.excluded, b.id)
+		r.excluded = r.excluded[max(0, len(r.excluded)-maxExcluded):]
+		r.mu.Unlock()
+		err := wire.Reject(wire.ReasonBadInput, fmt.Errorf("training bag %q: the fit fails with it and succeeds without it: %w", b.id, b.err))
+		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(b.id), Partition: wb.partition, Offset: wb.offset, Value: value}, err, false)
+	}
 }
 
 // prune bounds the registry after a promotion. It is housekeeping: a

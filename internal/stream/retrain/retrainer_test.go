@@ -138,9 +138,9 @@ func TestRetrainerPromotesRebuildsAndRetries(t *testing.T) {
 	}
 	rr := httptest.NewRecorder()
 	prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
-	// Counters present from the start: no refit refused, no bag rejected
-	// for its dimension, yet both series exist at 0.
-	for _, want := range []string{`promoted="true"} 2`, `promoted="false"} 0`, `reason="dimension"} 0`, "mimlstream_retrainer_window_bags", "mimlstream_retrainer_heldout_hamming_loss"} {
+	// Counters present from the start: no refit refused or failed, no bag
+	// rejected for its dimension, yet these series exist at 0.
+	for _, want := range []string{`promoted="true",result="promoted"} 2`, `promoted="false",result="kept"} 0`, `promoted="false",result="failed"} 0`, `reason="dimension"} 0`, "mimlstream_retrainer_window_bags", "mimlstream_retrainer_heldout_hamming_loss"} {
 		if !strings.Contains(rr.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
