@@ -192,9 +192,9 @@ type RefitResult struct {
 	// Isolated are the training bags the fit failed on and succeeded
 	// without: dead-lettered (stage retrain) and dropped from the window.
 	Isolated []string `json:"isolated,omitempty"`
-	Version  string `json:"version,omitempty"`
-	Parent   string `json:"parent,omitempty"`
-	Promoted bool   `json:"promoted"`
+	Version  string   `json:"version,omitempty"`
+	Parent   string   `json:"parent,omitempty"`
+	Promoted bool     `json:"promoted"`
 	// Shadowed: published as the candidate, for live judgement, instead
 	// of being promoted.
 	Shadowed       bool               `json:"shadowed,omitempty"`
