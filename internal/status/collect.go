@@ -235,27 +235,18 @@ func (c *Collector) countDeadLetters(ctx context.Context) error {
 	}
 }
 
-// Known dead-letter reasons and stages, to keep the counters bounded.
-var (
-	knownReasons = func() map[string]bool {
-		m := map[string]bool{}
-		for _, r := range wire.Reasons() {
-			m[string(r)] = true
-		}
-		return m
-	}()
-	knownStages = map[string]bool{wire.StageIngest: true, wire.StageAnnotate: true}
-)
-
+// addDeadLetter counts a dead letter under its reason and stage when wire
+// declares them, else under "other", to keep the counters bounded whatever
+// the topic holds.
 func (c *Collector) addDeadLetter(value []byte) {
 	var d wire.DeadLetter
 	reason, stage := reasonOther, reasonOther
 	var at *time.Time
 	if err := json.Unmarshal(value, &d); err == nil {
-		if knownReasons[string(d.Reason)] {
+		if slices.Contains(wire.Reasons(), d.Reason) {
 			reason = string(d.Reason)
 		}
-		if knownStages[d.Stage] {
+		if slices.Contains(wire.Stages(), d.Stage) {
 			stage = d.Stage
 		}
 		if !d.At.IsZero() {

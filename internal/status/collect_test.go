@@ -180,3 +180,33 @@ func TestRenderPlotsEmpty(t *testing.T) {
 		t.Error("unknown plot rendered")
 	}
 }
+
+// TestCollectorCountsDeclaredStagesAndReasons: a dead letter of every stage
+// and every reason wire declares is counted under its own name, none under
+// "other" (the page once counted the retrainer's under "other" because it
+// kept its own list of stages).
+func TestCollectorCountsDeclaredStagesAndReasons(t *testing.T) {
+	c, err := NewCollector(Config{Registry: &fakeRegistry{}, Kafka: &fakeKafka{}, Topics: wire.DefaultTopics(), Group: "g", Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, reasons := wire.Stages(), wire.Reasons()
+	for i := range max(len(stages), len(reasons)) {
+		stage, reason := stages[i%len(stages)], reasons[i%len(reasons)]
+		c.addDeadLetter(wire.NewDeadLetter(stage, reason, errors.New("x"), "k", "t", 0, int64(i), nil).Encode(1 << 20))
+	}
+	d := c.Snapshot().DeadLetters
+	for _, s := range stages {
+		if d.ByStage[s] == 0 {
+			t.Errorf("stage %q not counted under its name: by stage %v", s, d.ByStage)
+		}
+	}
+	for _, r := range reasons {
+		if d.ByReason[string(r)] == 0 {
+			t.Errorf("reason %q not counted under its name: by reason %v", r, d.ByReason)
+		}
+	}
+	if d.ByStage[reasonOther] != 0 || d.ByReason[reasonOther] != 0 {
+		t.Errorf("declared stages or reasons counted as %q: by stage %v, by reason %v", reasonOther, d.ByStage, d.ByReason)
+	}
+}

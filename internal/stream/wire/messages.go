@@ -164,7 +164,9 @@ const (
 	ReasonProduceRefused Reason = "produce_refused"
 )
 
-// Reasons lists every dead-letter reason.
+// Reasons lists every dead-letter reason: the one list the schemas' reason
+// enums, the services' metrics, the status page and the alert rules are
+// held to (TestEnumerationsHaveOneSource and the tests it names).
 func Reasons() []Reason {
 	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
 		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError, ReasonProduceRefused}
@@ -178,6 +180,10 @@ const (
 	// fitted on.
 	StageRetrain = "retrain"
 )
+
+// Stages lists every stage that dead-letters messages, as Reasons lists
+// the reasons.
+func Stages() []string { return []string{StageIngest, StageAnnotate, StageRetrain} }
 
 // DeadLetter is the wire form of a rejected message
 // (schemas/deadletter.schema.json). Original is base64 in JSON: the whole
