@@ -143,15 +143,19 @@ Validates bags and publishes them to the annotate topic; bags that keep their
 labels (--label-fraction of the labeled ones) also go to the training topic.
 --data reads any dataset format (.mat, .arff, .data, .jsonl, .csv);
 --jsonl reads wire-format bag messages (schemas/bag.schema.json), one per line,
-from a file or "-" for standard input; --listen serves POST /bags (one bag or
-JSON lines) until stopped. Invalid bags go to the dead-letter topic.
+from a file or "-" for standard input; --listen serves POST /bags (JSON lines,
+or one JSON document: a pretty-printed bag) until stopped. Invalid bags, and
+lines over the size limit, go to the dead-letter topic; --jsonl names each
+rejected line on stderr.
 
 POST /bags answers with what happened to each line
-(schemas/ingest-response.schema.json): the ids accepted, the lines rejected
-with why, and when the body was not processed to its end (413 beyond
---max-body-bytes, 503 when Kafka fails, 422 after 1000 rejected lines) the
-line to resend from. With --auth-token-file it requires
-"Authorization: Bearer TOKEN"; GET /healthz needs no token.`, env.Stderr)
+(schemas/ingest-response.schema.json): 200 every line published; 422 some
+lines rejected, the others published (resend only the rejected lines you
+fix); and when the body was not processed to its end (413 beyond
+--max-body-bytes, 503 when Kafka fails, 422 with complete false after 1000
+rejected lines) the line to resend from. 415: not a JSON content type. With
+--auth-token-file it requires "Authorization: Bearer TOKEN"; GET /healthz
+needs no token.`, env.Stderr)
 	cfg := DefaultConfig()
 	cfg.register(fs)
 	if err := service.ParseFlags(fs, args); err != nil {

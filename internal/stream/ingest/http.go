@@ -12,10 +12,12 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/httpguard"
@@ -154,6 +156,7 @@ func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 //	     false, more than maxRejectedLines rejected and processing stopped
 //	413  the body exceeds MaxBodyBytes (lines before the limit processed)
 //	400  an empty body, or the body could not be read to its end
+//	415  a content type other than JSON's (nothing read)
 //	503  publishing failed (Kafka unavailable): resend from next_line
 func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := &BagsResult{Rejected: []LineRejection{}}
@@ -166,6 +169,13 @@ func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.write(w, http.StatusRequestEntityTooLarge, res, &accepted)
 		return
 	}
+	if err := checkBodyType(r.Header.Get("Content-Type")); err != nil {
+		res.NextLine = 1
+		res.Error = err.Error()
+		w.Header().Set("Connection", "close")
+		h.write(w, http.StatusUnsupportedMediaType, res, &accepted)
+		return
+	}
 	status := h.process(r.Context(), r.Body, res, &accepted)
 	if status == http.StatusRequestEntityTooLarge || status == http.StatusBadRequest && !res.Complete {
 		w.Header().Set("Connection", "close")
@@ -174,6 +184,30 @@ func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 	}
 	h.write(w, status, res, &accepted)
+}
+
+// bodyTypes are the content types POST /bags reads: JSON, one document or
+// lines (the body itself tells which: see opensDocument).
+var bodyTypes = []string{"application/json", "application/x-ndjson", "application/jsonl"}
+
+// checkBodyType refuses a body that says it is not JSON (the binary
+// encoding, text/plain, a form: curl's default) rather than reading it as
+// JSON and blaming each line. No content type is read as JSON.
+func checkBodyType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return fmt.Errorf("content type %q: %w", ct, err)
+	}
+	if !slices.Contains(bodyTypes, mt) {
+		return fmt.Errorf("content type %q: POST /bags takes JSON bags (%s), one document or one per line", mt, strings.Join(bodyTypes, ", "))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Errorf("content type %q: charset %q, want utf-8", ct, cs)
+	}
+	return nil
 }
 
 // httpChunk is a batch of lines of one request being published.

@@ -846,3 +846,48 @@ func TestBagsOneJSONDocument(t *testing.T) {
 		t.Errorf("dead-letter keys %q, want doc-nan and doc-big among them", keys)
 	}
 }
+
+// TestBagsContentType: a body that says it is not JSON (the binary
+// encoding, text, a form) is refused with 415 before anything is read or
+// published, instead of being read as JSON line by line.
+func TestBagsContentType(t *testing.T) {
+	brokers := startBroker(t)
+	s := responseSchema(t)
+	pub := newPublisher(t, brokers, 1<<20)
+	addr := serve(t, pub, HTTPConfig{MaxLineBytes: 2000, Batch: 2}, httpguard.DefaultTimeouts(), "", "")
+	for _, c := range []struct {
+		ct     string
+		status int
+	}{
+		{"", http.StatusOK},
+		{"application/json", http.StatusOK},
+		{"application/json; charset=UTF-8", http.StatusOK},
+		{"application/x-ndjson", http.StatusOK},
+		{"application/x-protobuf", http.StatusUnsupportedMediaType},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"application/json; charset=latin1", http.StatusUnsupportedMediaType},
+		{"application/json;;", http.StatusUnsupportedMediaType},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/bags", strings.NewReader(fmt.Sprintf(goodBag, "ct")))
+		if c.ct != "" {
+			req.Header.Set("Content-Type", c.ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r := decodeResult(t, s, body)
+		if resp.StatusCode != c.status || (c.status != http.StatusOK) != (r.Error != "" && !r.Complete && r.NextLine == 1 && r.Accepted == 0) {
+			t.Errorf("content type %q: status %d %s, want %d", c.ct, resp.StatusCode, body, c.status)
+		}
+		if c.ct == "application/x-protobuf" {
+			t.Logf("%q: %d %s", c.ct, resp.StatusCode, body)
+		}
+	}
+	if st := pub.Stats(); st.Published != 4 || len(st.Rejected) != 0 {
+		t.Errorf("stats %+v, want the 4 JSON bodies published, nothing rejected", st)
+	}
+}
