@@ -53,8 +53,9 @@
 // colliding terms cancel in expectation instead of adding up. A passage's
 // vector is the signed sum of its terms' counts per feature, weighted by
 // TF (raw counts, or sign(v)·(1+ln|v|)), then optionally L2-normalised.
-// The default Dim is 2^18, scikit-learn's 2^20 being needless for passages
-// of fifty words.
+// The default Dim is 2^16, about the 66k features of Andrews's TREC9
+// sets: scikit-learn's 2^20 would only make every model's weights 16 times
+// larger for passages of fifty words.
 //
 // IDF is not a property of the stream: a feature's document frequency is
 // learned where a model is fitted (IDF, fitted on the training passages

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kljensen/snowball/english"
 	"github.com/twmb/murmur3"
@@ -29,8 +30,9 @@ const (
 	Log TF = "log"
 )
 
-// DefaultDim is the hashed feature dimension (2^18).
-const DefaultDim = 1 << 18
+// DefaultDim is the hashed feature dimension (2^16, about TREC9's 66k
+// features).
+const DefaultDim = 1 << 16
 
 // FeaturizerName and FeaturizerVersion identify this featurizer; the
 // version changes whenever the same settings would give other vectors.
@@ -52,6 +54,72 @@ type Featurizer struct {
 	// L2 normalises each passage's vector. Leave it false when a model
 	// applies IDF (Weighting), which normalises after weighting.
 	L2 bool `json:"l2,omitempty"`
+	// Terms, when set, remembers each word form's term across documents
+	// (stemming is half the cost of a document), shared by the
+	// goroutines that featurize with it. It changes no vector.
+	Terms *TermCache `json:"-"`
+}
+
+// TermCache maps word forms to their hashed terms, up to a bound. Safe for
+// concurrent use.
+type TermCache struct {
+	mu    sync.RWMutex
+	m     map[string]termHash
+	limit int
+}
+
+// termHash is a word form's term hash; ok is false for a word with no
+// term (a stop word, one code point).
+type termHash struct {
+	h  int32
+	ok bool
+}
+
+// NewTermCache returns a cache of up to limit word forms (a few hundred
+// thousand cover a language's working vocabulary; each costs the word and
+// about 40 bytes). Once full it stops adding: no eviction, so no word's
+// lookup cost depends on the order of documents.
+func NewTermCache(limit int) *TermCache {
+	return &TermCache{m: make(map[string]termHash), limit: limit}
+}
+
+func (c *TermCache) get(word string) (termHash, bool) {
+	c.mu.RLock()
+	t, ok := c.m[word]
+	c.mu.RUnlock()
+	return t, ok
+}
+
+func (c *TermCache) put(word string, t termHash) {
+	c.mu.Lock()
+	if len(c.m) < c.limit {
+		c.m[strings.Clone(word)] = t
+	}
+	c.mu.Unlock()
+}
+
+// Len returns the number of word forms held.
+func (c *TermCache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
+// termOf returns word's term hash, through the cache when there is one.
+func (f Featurizer) termOf(word string) termHash {
+	if f.Terms != nil {
+		if t, ok := f.Terms.get(word); ok {
+			return t
+		}
+	}
+	var t termHash
+	if term := Term(word); term != "" {
+		t = termHash{h: int32(murmur3.StringSum32(term)), ok: true}
+	}
+	if f.Terms != nil {
+		f.Terms.put(word, t)
+	}
+	return t
 }
 
 // Normalized returns f with its defaults filled in, or an error.
@@ -132,7 +200,11 @@ func Term(word string) string {
 // Hash returns the feature and sign of a term in dimension dim, as
 // scikit-learn's HashingVectorizer(alternate_sign=True) computes them.
 func Hash(term string, dim int) (idx int32, sign float64) {
-	h := int32(murmur3.StringSum32(term))
+	return hashIndex(int32(murmur3.StringSum32(term)), dim)
+}
+
+// hashIndex is Hash for a term's hash h.
+func hashIndex(h int32, dim int) (idx int32, sign float64) {
 	switch {
 	case h == math.MinInt32:
 		// |h| overflows; scikit-learn's documented replacement.
@@ -187,8 +259,8 @@ func (f Featurizer) Featurize(doc string) (Document, error) {
 		h, ok := memo[w.Text]
 		if !ok {
 			h = hashed{idx: -1}
-			if t := Term(w.Text); t != "" {
-				h.idx, h.sign = Hash(t, f.Dim)
+			if t := f.termOf(w.Text); t.ok {
+				h.idx, h.sign = hashIndex(t.h, f.Dim)
 			}
 			memo[w.Text] = h
 		}

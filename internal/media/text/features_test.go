@@ -2,8 +2,10 @@ package text
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/twmb/murmur3"
@@ -151,7 +153,7 @@ func TestFeaturizeHandComputed(t *testing.T) {
 
 func TestIdentity(t *testing.T) {
 	a, _ := Featurizer{}.Normalized()
-	want := "text-hash@1?dim=262144&hash=murmur3-32-signed&l2=false&segmenter=windows&stem=snowball-english&stop=snowball-english&stride=25&tf=log&window=50"
+	want := "text-hash@1?dim=65536&hash=murmur3-32-signed&l2=false&segmenter=windows&stem=snowball-english&stop=snowball-english&stride=25&tf=log&window=50"
 	if got := a.Identity().String(); got != want {
 		t.Fatalf("identity %q, want %q", got, want)
 	}
@@ -163,5 +165,45 @@ func TestIdentity(t *testing.T) {
 		if _, err := f.Featurize("a b"); err == nil || !strings.Contains(err.Error(), "bad text featurizer") {
 			t.Fatalf("%+v: %v", f, err)
 		}
+	}
+}
+
+// TestTermCacheSameVectors: a shared term cache, filled by goroutines
+// featurizing at once, changes no vector, and stops at its bound.
+func TestTermCacheSameVectors(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	docs := make([]string, 200)
+	for i := range docs {
+		docs[i] = randomDoc(r) + " Running runners ran; the cats' CAFÉS"
+	}
+	plain := Featurizer{Segmentation: Segmentation{Segmenter: Windows, Window: 6, Stride: 3}, Dim: 64}
+	cached := plain
+	cached.Terms = NewTermCache(40)
+	var wg sync.WaitGroup
+	got := make([]Document, len(docs))
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(docs); i += 4 {
+				d, err := cached.Featurize(docs[i])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[i] = d
+			}
+		})
+	}
+	wg.Wait()
+	for i, doc := range docs {
+		want, err := plain.Featurize(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got[i], want) {
+			t.Fatalf("doc %d: cached %+v, plain %+v", i, got[i], want)
+		}
+	}
+	if n := cached.Terms.Len(); n != 40 {
+		t.Fatalf("cache holds %d word forms, want its bound 40", n)
 	}
 }

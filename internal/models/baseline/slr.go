@@ -22,7 +22,8 @@ import (
 // l2 (float, default 1e-6, on the mean log-likelihood), iters (int, L-BFGS
 // iterations, default 3000) and scale (the feature transform fitted on the
 // training instances: zscore, the default, or none, unit, zunit, minmax as
-// for the SVM models). The paper's SLR is unregularised; the tiny default
+// for the SVM models; sparse data, such as text passages, trains on its
+// sparse rows with scale none). The paper's SLR is unregularised; the tiny default
 // L2 only keeps the optimum finite on separable data (on MSCV2, 10-fold,
 // raw features: l2=0 gives 60.8%, 1e-6 61.4%, 1e-4 55.6%, 1e-3 45.2%; paper
 // 60.2%).
@@ -41,6 +42,7 @@ func SLRKind() models.Kind {
 			return FitSLR(ctx, d, o)
 		},
 		Decode: func(meta models.Meta, state []byte) (models.Model, error) { return DecodeSLR(meta, state) },
+		Sparse: true,
 	}
 }
 
@@ -83,7 +85,18 @@ func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SL
 	if nc == 0 || train.Dim <= 0 {
 		return nil, fmt.Errorf("slr: dataset has %d classes and dimension %d", nc, train.Dim)
 	}
+	// Sparse data (text passages) trains on sparse rows, unscaled: a
+	// z-score would fill every row, and term weights are already on one
+	// scale.
+	sparse := train.IsSparse()
+	if sparse {
+		if _, explicit := opt.Params["scale"]; explicit && scale != string(ovr.ScaleNone) {
+			return nil, fmt.Errorf("slr: scale=%s on sparse data (only none keeps the rows sparse)", scale)
+		}
+		scale = string(ovr.ScaleNone)
+	}
 	var xs, ts [][]float64
+	var sxs []mil.SparseVec
 	for i := range train.Bags {
 		b := &train.Bags[i]
 		if err := b.Validate(train.Dim, nc); err != nil {
@@ -95,11 +108,18 @@ func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SL
 			}
 			t := make([]float64, nc)
 			t[y] = 1
-			xs = append(xs, b.Instances[j])
+			switch {
+			case !sparse:
+				xs = append(xs, b.Instances[j])
+			case b.Sparse != nil:
+				sxs = append(sxs, b.Sparse[j])
+			default:
+				sxs = append(sxs, mil.SparseOf(b.Instances[j]))
+			}
 			ts = append(ts, t)
 		}
 	}
-	if len(xs) == 0 {
+	if len(ts) == 0 {
 		return nil, fmt.Errorf("slr: %w: no training instance has a ground-truth label", models.ErrBadInput)
 	}
 	// A warm model lends its weights only with its own transform, which its
@@ -124,7 +144,12 @@ func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SL
 		}
 		xs = scaled
 	}
-	prob, err := softmax.NewProblem(nc, train.Dim, xs, ts, l2, opt.Workers)
+	var prob *softmax.Problem
+	if sparse {
+		prob, err = softmax.NewSparseProblem(nc, train.Dim, sxs, ts, l2, opt.Workers)
+	} else {
+		prob, err = softmax.NewProblem(nc, train.Dim, xs, ts, l2, opt.Workers)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("slr: %w", err)
 	}
@@ -201,17 +226,29 @@ func (m *SLR) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (model
 	if err := ctx.Err(); err != nil {
 		return models.Annotation{}, err
 	}
-	probs := make([][]float64, len(b.Instances))
+	probs := make([][]float64, b.Len())
 	var z []float64
 	if m.scaler != nil {
 		z = make([]float64, m.meta.Dim)
 	}
-	for i, x := range b.Instances {
+	for i := range probs {
 		probs[i] = make([]float64, nc)
-		if m.scaler != nil {
-			x = m.scaler.Apply(z, x)
+		switch {
+		case b.Sparse != nil && m.scaler == nil:
+			m.lr.LogitsSparse(b.Sparse[i], probs[i])
+			softmax.SoftmaxInPlace(probs[i])
+		default:
+			var x []float64
+			if b.Sparse != nil {
+				x = b.Sparse[i].Dense(m.meta.Dim)
+			} else {
+				x = b.Instances[i]
+			}
+			if m.scaler != nil {
+				x = m.scaler.Apply(z, x)
+			}
+			m.lr.Probs(x, probs[i])
 		}
-		m.lr.Probs(x, probs[i])
 		if mode == models.Transductive {
 			restrict(probs[i], b.Labels)
 		}

@@ -1,0 +1,226 @@
+package text
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// IDF is the inverse document frequency of each hashed feature, learned
+// from the passages a model is fitted on, with scikit-learn's smoothing
+// (TfidfTransformer(smooth_idf=True)): idf(j) = ln((1+N)/(1+df(j))) + 1
+// for N passages of which df(j) have feature j. A feature never seen has
+// df 0, so only the seen ones are stored.
+type IDF struct {
+	N   int     `json:"n"`
+	Idx []int32 `json:"idx"` // ascending
+	DF  []int32 `json:"df"`
+}
+
+// FitIDF counts the document frequencies of the sparse instances of bags.
+func FitIDF(bags []mil.Bag) IDF {
+	df := map[int32]int32{}
+	n := 0
+	for i := range bags {
+		for _, v := range bags[i].Sparse {
+			n++
+			for k, j := range v.Idx {
+				if v.Val[k] != 0 {
+					df[j]++
+				}
+			}
+		}
+	}
+	w := IDF{N: n, Idx: make([]int32, 0, len(df))}
+	for j := range df {
+		w.Idx = append(w.Idx, j)
+	}
+	slices.Sort(w.Idx)
+	w.DF = make([]int32, len(w.Idx))
+	for k, j := range w.Idx {
+		w.DF[k] = df[j]
+	}
+	return w
+}
+
+// Weight returns idf(j).
+func (w IDF) Weight(j int32) float64 {
+	df := 0
+	if k, ok := slices.BinarySearch(w.Idx, j); ok {
+		df = int(w.DF[k])
+	}
+	return math.Log(float64(1+w.N)/float64(1+df)) + 1
+}
+
+// Apply returns v weighted by w (when idf) and L2-normalised (when l2).
+func (w IDF) Apply(v mil.SparseVec, idf, l2 bool) mil.SparseVec {
+	out := v.Clone()
+	if idf {
+		// Both index lists ascend: one merge, no search per entry.
+		k := 0
+		for i, j := range out.Idx {
+			for k < len(w.Idx) && w.Idx[k] < j {
+				k++
+			}
+			df := 0
+			if k < len(w.Idx) && w.Idx[k] == j {
+				df = int(w.DF[k])
+			}
+			out.Val[i] *= math.Log(float64(1+w.N)/float64(1+df)) + 1
+		}
+	}
+	if l2 {
+		normalize(out)
+	}
+	return out
+}
+
+// The parameters Weighted adds to the kind it wraps.
+const (
+	ParamIDF = "text_idf"
+	ParamL2  = "text_l2"
+)
+
+// Weighted returns a kind that fits inner on IDF-weighted, L2-normalised
+// passages: its Fit learns the IDF from the training bags and keeps it in
+// the model, whose Annotate weights each bag's passages the same way before
+// inner's model sees them. So the IDF comes from the data a model is
+// fitted on, and the stream that featurizes documents holds no vocabulary
+// state. Bags must be sparse (a Featurizer's instances).
+func Weighted(inner models.Kind) models.Kind {
+	k := inner
+	k.Name = inner.Name + "+tfidf"
+	k.Description = inner.Description + ", on passages weighted by the IDF of its training passages"
+	k.Sparse = true
+	if inner.Params != nil {
+		k.Params = append(slices.Clone(inner.Params),
+			models.ParamSpec{Name: ParamIDF, Type: models.ParamBool, Default: "true", Doc: "weight hashed terms by the IDF of the training passages"},
+			models.ParamSpec{Name: ParamL2, Type: models.ParamBool, Default: "true", Doc: "L2-normalise each passage after weighting"})
+	}
+	if inner.EmptyLabelSets != nil {
+		k.EmptyLabelSets = func(p models.Params) (bool, error) { return inner.EmptyLabelSets(innerParams(p)) }
+	}
+	k.Fit = func(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models.Model, error) {
+		idf, l2, err := weighting(opt.Params)
+		if err != nil {
+			return nil, err
+		}
+		if !train.IsSparse() && train.NumInstances() > 0 {
+			return nil, fmt.Errorf("%w: %s fits on sparse passages (a text featurizer's bags)", models.ErrBadInput, k.Name)
+		}
+		w := weightedModel{name: k.Name, inner: inner, idf: FitIDF(train.Bags), useIDF: idf, l2: l2, params: opt.Params}
+		opt.Params = innerParams(opt.Params)
+		if opt.Warm != nil {
+			if wm, ok := opt.Warm.(*weightedModel); ok {
+				opt.Warm = wm.model
+			} else {
+				opt.Warm = nil
+			}
+		}
+		m, err := inner.Fit(ctx, inner.DataFor(w.transform(train)), opt)
+		if err != nil {
+			return nil, err
+		}
+		w.model = m
+		return &w, nil
+	}
+	k.Decode = func(meta models.Meta, state []byte) (models.Model, error) {
+		var s weightedState
+		if err := json.Unmarshal(state, &s); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", k.Name, err)
+		}
+		im, err := inner.Decode(s.InnerMeta, s.Inner)
+		if err != nil {
+			return nil, err
+		}
+		return &weightedModel{name: k.Name, inner: inner, idf: s.IDF, useIDF: s.UseIDF, l2: s.L2, params: meta.Params, model: im}, nil
+	}
+	return k
+}
+
+func weighting(p models.Params) (idf, l2 bool, err error) {
+	if idf, err = p.Bool(ParamIDF, true); err != nil {
+		return
+	}
+	l2, err = p.Bool(ParamL2, true)
+	return
+}
+
+// innerParams is p without Weighted's keys.
+func innerParams(p models.Params) models.Params {
+	out := models.Params{}
+	for k, v := range p {
+		if k != ParamIDF && k != ParamL2 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// weightedModel is a model of a Weighted kind.
+type weightedModel struct {
+	name   string
+	inner  models.Kind
+	idf    IDF
+	useIDF bool
+	l2     bool
+	params models.Params
+	model  models.Model
+}
+
+var _ models.Model = (*weightedModel)(nil)
+
+type weightedState struct {
+	IDF       IDF             `json:"idf"`
+	UseIDF    bool            `json:"use_idf"`
+	L2        bool            `json:"l2"`
+	InnerMeta models.Meta     `json:"inner_meta"`
+	Inner     json.RawMessage `json:"inner"`
+}
+
+func (w *weightedModel) Meta() models.Meta {
+	m := w.model.Meta()
+	m.Kind = w.name
+	m.Params = w.params
+	return m
+}
+
+func (w *weightedModel) MarshalState() ([]byte, error) {
+	inner, err := w.model.MarshalState()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(weightedState{IDF: w.idf, UseIDF: w.useIDF, L2: w.l2, InnerMeta: w.model.Meta(), Inner: inner})
+}
+
+func (w *weightedModel) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
+	if !b.IsSparse() {
+		return models.Annotation{}, fmt.Errorf("%w: %s annotates sparse passages (a text featurizer's bags)", models.ErrBadInput, w.name)
+	}
+	c := *b
+	c.Sparse = w.weigh(b.Sparse)
+	return w.model.Annotate(ctx, w.inner.BagFor(&c, w.model.Meta().Dim), mode)
+}
+
+func (w *weightedModel) weigh(vs []mil.SparseVec) []mil.SparseVec {
+	out := make([]mil.SparseVec, len(vs))
+	for i, v := range vs {
+		out[i] = w.idf.Apply(v, w.useIDF, w.l2)
+	}
+	return out
+}
+
+// transform returns d with every passage weighted (bags copied).
+func (w *weightedModel) transform(d *mil.Dataset) *mil.Dataset {
+	out := &mil.Dataset{Name: d.Name, Classes: d.Classes, Dim: d.Dim, Bags: make([]mil.Bag, len(d.Bags))}
+	for i, b := range d.Bags {
+		b.Sparse = w.weigh(b.Sparse)
+		out.Bags[i] = b
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package text
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/models/baseline"
+)
+
+// TestIDFHandComputed: three passages; feature 1 in all three, 4 in one,
+// 9 in two (one of them with a zero stored, which does not count).
+// idf = ln((1+3)/(1+df)) + 1: df 3 -> 1, df 1 -> 1+ln 2, df 0 -> 1+ln 4.
+func TestIDFHandComputed(t *testing.T) {
+	bags := []mil.Bag{
+		{Sparse: []mil.SparseVec{{Idx: []int32{1, 4, 9}, Val: []float64{1, 2, 1}}, {Idx: []int32{1, 9}, Val: []float64{1, 0}}}},
+		{Sparse: []mil.SparseVec{{Idx: []int32{1, 9}, Val: []float64{3, -1}}}},
+	}
+	w := FitIDF(bags)
+	if w.N != 3 || !reflect.DeepEqual(w.Idx, []int32{1, 4, 9}) || !reflect.DeepEqual(w.DF, []int32{3, 1, 2}) {
+		t.Fatalf("IDF %+v", w)
+	}
+	for j, want := range map[int32]float64{1: 1, 4: 1 + math.Log(2), 9: 1 + math.Log(4.0/3), 7: 1 + math.Log(4)} {
+		if got := w.Weight(j); math.Abs(got-want) > 1e-15 {
+			t.Fatalf("idf(%d) = %v, want %v", j, got, want)
+		}
+	}
+	v := mil.SparseVec{Idx: []int32{1, 4, 7}, Val: []float64{2, 1, -1}}
+	got := w.Apply(v, true, false)
+	want := []float64{2, 1 + math.Log(2), -(1 + math.Log(4))}
+	for k := range want {
+		if math.Abs(got.Val[k]-want[k]) > 1e-15 {
+			t.Fatalf("Apply: %v, want %v", got.Val, want)
+		}
+	}
+	n := math.Sqrt(want[0]*want[0] + want[1]*want[1] + want[2]*want[2])
+	got = w.Apply(v, true, true)
+	for k := range want {
+		if math.Abs(got.Val[k]-want[k]/n) > 1e-15 {
+			t.Fatalf("Apply with L2: %v", got.Val)
+		}
+	}
+	if v.Val[0] != 2 {
+		t.Fatal("Apply changed its argument")
+	}
+}
+
+// TestWeightedRoundTrip fits slr through Weighted on featurized documents:
+// the IDF travels in the model, the encoded model decodes to the same
+// annotations, and dense bags are refused.
+func TestWeightedRoundTrip(t *testing.T) {
+	f := Featurizer{Segmentation: Segmentation{Segmenter: Paragraphs}, Dim: 256}
+	docs := []struct {
+		text   string
+		labels []int
+	}{
+		{"Engines and gearboxes of cars.\n\nThe pitcher threw a curve ball.", []int{0, 1}},
+		{"Cars need engines, wheels and brakes.", []int{0}},
+		{"A home run in the ninth inning.\n\nBrakes and wheels of the car.", []int{0, 1}},
+		{"The batter hit the ball; the pitcher lost.", []int{1}},
+	}
+	d := &mil.Dataset{Name: "t", Classes: []string{"autos", "baseball"}, Dim: 256}
+	for i, doc := range docs {
+		fd, err := f.Featurize(doc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := mil.Bag{ID: string(rune('a' + i)), Sparse: fd.Instances, Labels: doc.labels}
+		// Passage labels for slr: paragraphs alternate as the text says.
+		for p := range fd.Instances {
+			b.InstanceLabels = append(b.InstanceLabels, doc.labels[p%len(doc.labels)])
+		}
+		d.Bags = append(d.Bags, b)
+	}
+	kind := Weighted(baseline.SLRKind())
+	reg := models.NewRegistry(kind)
+	ctx := context.Background()
+	m, err := reg.Lookup(kind.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := m.Fit(ctx, d, models.FitOptions{Params: models.Params{"iters": "50", "l2": "0.01"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := models.Encode(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := reg.Decode(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Bags {
+		a, err := model.Annotate(ctx, &d.Bags[i], models.Inductive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := back.Annotate(ctx, &d.Bags[i], models.Inductive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("bag %d: %+v before encoding, %+v after", i, a, b)
+		}
+	}
+	if model.Meta().Kind != kind.Name || model.Meta().Params[ParamIDF] != "" && model.Meta().Params[ParamIDF] != "true" {
+		t.Fatalf("meta %+v", model.Meta())
+	}
+	dense := mil.Bag{Instances: [][]float64{make([]float64, 256)}}
+	if _, err := model.Annotate(ctx, &dense, models.Inductive); err == nil {
+		t.Fatal("a dense bag was annotated")
+	}
+	if _, err := m.Fit(ctx, d, models.FitOptions{Params: models.Params{ParamIDF: "maybe"}}); err == nil {
+		t.Fatal("text_idf=maybe accepted")
+	}
+}
