@@ -22,6 +22,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
+	"github.com/mimlstream/mimlstream/internal/media/photoeval"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -30,6 +32,7 @@ import (
 type evalFlags struct {
 	data, model, mode, split, out, sweep, sweepValues, plot string
 	listParams, foldsOut                                    string
+	regions                                                 string
 	folds, repeats, workers                                 int
 	seed                                                    int64
 	stratify, json                                          bool
@@ -44,7 +47,14 @@ inductive R x k-fold cross-validation (annotate held-out bags without their
 labels) or transductive (fit on all bags, annotate them knowing their label
 sets). With --sweep, repeats the evaluation for each prune or subset fraction
 and reports accuracy, training time and speed-up (Figures 10 and 11).
-Model kinds: `+kindList(e.registry)+`
+A .jsonl manifest of photos (lines with "image" and a "gt_mask", as
+msrc_v2_dev's bags.jsonl) is segmented and featurized as the service does
+(--regions service) or cut along its ground-truth regions (--regions gt);
+each predicted region paints its label on its pixels, and instance_accuracy
+is the share of ground-truth regions whose pixels mostly carry their class
+(pixel_accuracy: the share of pixels).
+Model kinds: `+kindList(e.registry)+`; inherit+KIND (e.g. inherit+slr) fits
+KIND on every instance labeled with each of its bag's labels (the baseline).
 --list-params KIND prints the --param keys of a kind (name, type, default,
 doc); any other key is rejected.`, e.stderr)
 	var f evalFlags
@@ -64,6 +74,7 @@ doc); any other key is rejected.`, e.stderr)
 	fs.StringVar(&f.sweep, "sweep", "", "sweep a speed-up parameter: prune or subset")
 	fs.StringVar(&f.sweepValues, "sweep-values", "", "comma-separated fractions of the sweep (default prune: 0,0.1,...,0.9; subset: 1,0.8,...,0.1)")
 	fs.StringVar(&f.foldsOut, "folds-out", "", "also write the protocol's folds (repeat, fold, 0-based train and test bag indices and the bag names) as JSON to this `file`, to run another implementation on the same folds")
+	fs.StringVar(&f.regions, "regions", "service", "photo manifests: the instances are the service's regions (service) or the ground-truth regions (gt)")
 	fs.StringVar(&f.plot, "plot", "", "with --sweep, draw accuracy and time against the fraction to this `file` (.png or .svg)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -132,8 +143,18 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 	}
 
 	start := time.Now()
-	data, split, err := loadData(f.data, f.split)
-	if err != nil {
+	var data *mil.Dataset
+	var split *eval.Split
+	if photoeval.IsPhotoManifest(f.data) {
+		if f.split != "cv" {
+			return fmt.Errorf("%w: --split %s: a photo manifest has no split of its own", errUsage, f.split)
+		}
+		pd, err := loadPhotos(ctx, f)
+		if err != nil {
+			return err
+		}
+		data, cfg.InstanceScore = pd.Dataset, pd.Score
+	} else if data, split, err = loadData(f.data, f.split); err != nil {
 		return err
 	}
 	cfg.Split = split
@@ -236,7 +257,7 @@ func (f *evalFlags) config(reg *models.Registry) (eval.Config, models.Kind, erro
 	if f.data == "" {
 		return cfg, models.Kind{}, errors.New("--data is required")
 	}
-	kind, err := reg.Lookup(f.model)
+	kind, err := lookupKind(reg, f.model)
 	if err != nil {
 		return cfg, kind, err
 	}
@@ -350,7 +371,7 @@ func writeReport(w io.Writer, rep *eval.Report) error {
 		fmt.Fprintf(tw, "params\t%s\n", strings.Join(keys, " "))
 	}
 	fmt.Fprintf(tw, "\nmeasure\tmean\tstd\tfolds\n")
-	for _, name := range []string{measure.InstanceAccuracy, measure.BagAccuracy, measure.HammingLoss,
+	for _, name := range []string{measure.InstanceAccuracy, eval.PixelAccuracy, measure.BagAccuracy, measure.HammingLoss,
 		measure.RankingLoss, measure.OneError, measure.Coverage, measure.AveragePrecision} {
 		if s := rep.Measure(name); s != nil {
 			fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", name, s.Mean, s.Std, s.N)
@@ -399,4 +420,35 @@ func writeFolds(path string, data *mil.Dataset, cfg eval.Config) error {
 		return fmt.Errorf("folds: %w", err)
 	}
 	return nil
+}
+
+// lookupKind finds a kind, or for inherit+KIND the inherit-the-bag's-labels
+// baseline on KIND.
+func lookupKind(reg *models.Registry, name string) (models.Kind, error) {
+	if inner, ok := strings.CutPrefix(name, "inherit+"); ok {
+		k, err := reg.Lookup(inner)
+		if err != nil {
+			return k, err
+		}
+		return eval.Inherit(k), nil
+	}
+	return reg.Lookup(name)
+}
+
+// loadPhotos featurizes a photo manifest for evaluation.
+func loadPhotos(ctx context.Context, f evalFlags) (*photoeval.Data, error) {
+	opt := photoeval.Options{Workers: f.workers}
+	switch f.regions {
+	case "gt":
+		opt.GTRegions = true
+	case "service":
+		fz, err := imagefeat.New(imagefeat.DefaultParams())
+		if err != nil {
+			return nil, err
+		}
+		opt.Featurizer = fz
+	default:
+		return nil, fmt.Errorf("%w: --regions %q: want service or gt", errUsage, f.regions)
+	}
+	return photoeval.Build(ctx, f.data, opt)
 }

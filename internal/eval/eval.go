@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"runtime"
 	"sync"
@@ -69,7 +70,18 @@ type Config struct {
 	// the number of folds done and the total.
 	Progress func(done, total int)
 	Logger   *slog.Logger
+	// InstanceScore, when non-nil, measures a fold's instance predictions
+	// where the data's own instances are not the truth's: photos, whose
+	// predicted regions paint their labels on the pixels and are scored
+	// against the ground-truth regions (package photoeval). Its values
+	// replace the fold's measures of the same names (instance_accuracy)
+	// and add others (pixel_accuracy).
+	InstanceScore func(test []*mil.Bag, preds []measure.Prediction) (map[string]float64, error)
 }
+
+// PixelAccuracy names the share of ground-truth pixels painted with their
+// class, the measure an InstanceScore adds for photos.
+const PixelAccuracy = "pixel_accuracy"
 
 // Stat is the mean and sample standard deviation (n-1 denominator, 0 for a
 // single value) of a measure over N folds.
@@ -135,6 +147,7 @@ type Report struct {
 	Classes   int `json:"classes"`
 
 	InstanceAccuracy *Stat `json:"instance_accuracy,omitempty"`
+	PixelAccuracy    *Stat `json:"pixel_accuracy,omitempty"`
 	HammingLoss      *Stat `json:"hamming_loss,omitempty"`
 	RankingLoss      *Stat `json:"ranking_loss,omitempty"`
 	OneError         *Stat `json:"one_error,omitempty"`
@@ -159,6 +172,8 @@ func (r *Report) Measure(name string) *Stat {
 	switch name {
 	case measure.InstanceAccuracy:
 		return r.InstanceAccuracy
+	case PixelAccuracy:
+		return r.PixelAccuracy
 	case measure.HammingLoss:
 		return r.HammingLoss
 	case measure.RankingLoss:
@@ -333,7 +348,6 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 		cfg.Logger.Warn("densifying sparse data for a kind without a sparse path", "kind", kind.Name,
 			"dim", data.Dim, "instances", data.NumInstances())
 	}
-	data = kind.DataFor(data)
 	tasks, folds, protocol, err := plan(data, cfg)
 	if err != nil {
 		return nil, err
@@ -401,7 +415,7 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 // only if every fold defines it: averaging over the folds where it happens
 // to be defined would hide a model or data problem.
 func aggregate(rep *Report, binary bool) {
-	names := []string{measure.InstanceAccuracy, measure.HammingLoss, measure.RankingLoss,
+	names := []string{measure.InstanceAccuracy, PixelAccuracy, measure.HammingLoss, measure.RankingLoss,
 		measure.OneError, measure.Coverage, measure.AveragePrecision}
 	if binary {
 		names = append(names, measure.BagAccuracy)
@@ -420,6 +434,8 @@ func aggregate(rep *Report, binary bool) {
 		switch name {
 		case measure.InstanceAccuracy:
 			rep.InstanceAccuracy = &s
+		case PixelAccuracy:
+			rep.PixelAccuracy = &s
 		case measure.HammingLoss:
 			rep.HammingLoss = &s
 		case measure.RankingLoss:
@@ -550,5 +566,12 @@ func runTask(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg Confi
 		return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
 	}
 	fr.Metrics = res.Values()
+	if cfg.InstanceScore != nil {
+		extra, err := cfg.InstanceScore(test, preds)
+		if err != nil {
+			return fr, fmt.Errorf("score %s predictions: %w", kind.Name, err)
+		}
+		maps.Copy(fr.Metrics, extra)
+	}
 	return fr, nil
 }
