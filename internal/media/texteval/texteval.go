@@ -1,0 +1,381 @@
+// Package texteval scores the passage annotation of documents against
+// ground-truth passages that the service's own passages need not match:
+// every predicted passage paints its label on its code points, and each
+// ground-truth passage takes the majority of its painted code points.
+//
+// Measures (white space is never scored; the "\n\n" separators of the dev
+// set lie outside every ground-truth passage anyway):
+//
+//   - passage accuracy ("instance_accuracy"): the share of ground-truth
+//     passages whose majority painted label is their label; a code point
+//     no predicted passage covers votes "none", which is never right;
+//   - character accuracy: the share of ground-truth passages' code points
+//     painted with their passage's label.
+//
+// Overlapping passages (Andrews's windows overlap by half) paint each code
+// point with the label of the covering passage whose centre is nearest
+// (the earlier on a tie), the usual way of stitching overlapping tiles.
+//
+// The protocol is the project's (eval.Plan's folds, measure.Predict's
+// queries without labels in inductive mode): k-fold inductive, or
+// transductive on every bag with its label set known. Beside the weakly
+// supervised kinds it runs the two references of the MIML instance
+// annotation papers: Inherit (every training passage takes each of its
+// bag's labels, then a supervised classifier) as the baseline, and slr on
+// the passages' true labels (the majority ground-truth label of each of
+// the service's passages) as the upper bound.
+package texteval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/mimlstream/mimlstream/internal/eval"
+	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/media/text"
+	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/models"
+)
+
+// Corpus is a featurized document set with its ground truth.
+type Corpus struct {
+	Entries []text.Entry
+	// Data holds one sparse bag per entry, its instances the passages at
+	// the same index of Spans; InstanceLabels are the passages' majority
+	// ground-truth labels (for the supervised upper bound only).
+	Data  *mil.Dataset
+	Spans [][]text.Span
+	// runes[i][k] is the code point k of entry i is white space.
+	space [][]bool
+	gt    [][]int // ground-truth label of each code point, -1 outside passages
+	byID  map[string]int
+}
+
+// CharAccuracy names the share of ground-truth passages' non-space code
+// points painted with their passage's label.
+const CharAccuracy = "char_accuracy"
+
+// IsDocumentManifest reports whether path is a JSON-lines manifest whose
+// first line names a document ("text" or "path", and no "image").
+func IsDocumentManifest(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 2*text.MaxDocumentBytes)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var probe struct {
+			Text  *string `json:"text"`
+			Path  *string `json:"path"`
+			Image *string `json:"image"`
+		}
+		return json.Unmarshal(sc.Bytes(), &probe) == nil && (probe.Text != nil || probe.Path != nil) && probe.Image == nil
+	}
+	return false
+}
+
+// Build featurizes the entries with f on up to workers goroutines. classes
+// nil takes the sorted union of the entries' labels and passage labels.
+func Build(ctx context.Context, entries []text.Entry, classes []string, f text.Featurizer, workers int) (*Corpus, error) {
+	f, err := f.Normalized()
+	if err != nil {
+		return nil, err
+	}
+	if classes == nil {
+		set := map[string]bool{}
+		for _, e := range entries {
+			for _, l := range e.Labels {
+				set[l] = true
+			}
+			for _, p := range e.Passages {
+				set[p.Label] = true
+			}
+		}
+		for l := range set {
+			classes = append(classes, l)
+		}
+		slices.Sort(classes)
+	}
+	index := make(map[string]int, len(classes))
+	for i, c := range classes {
+		index[c] = i
+	}
+	c := &Corpus{Entries: entries, Data: &mil.Dataset{Name: "documents", Classes: classes, Dim: f.Dim, Bags: make([]mil.Bag, len(entries))},
+		Spans: make([][]text.Span, len(entries)), space: make([][]bool, len(entries)), gt: make([][]int, len(entries))}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	errs := make([]error, len(entries))
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				errs[i] = c.build(i, f, index)
+			}
+		})
+	}
+	for i := range entries {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	c.byID = make(map[string]int, len(entries))
+	for i, e := range entries {
+		c.byID[e.ID] = i
+	}
+	return c, nil
+}
+
+func (c *Corpus) build(i int, f text.Featurizer, index map[string]int) error {
+	e := c.Entries[i]
+	doc, err := f.Featurize(e.Text)
+	if err != nil {
+		return fmt.Errorf("document %q: %w", e.ID, err)
+	}
+	runes := []rune(e.Text)
+	space := make([]bool, len(runes))
+	for k, r := range runes {
+		space[k] = unicode.IsSpace(r)
+	}
+	gt := make([]int, len(runes))
+	for k := range gt {
+		gt[k] = -1
+	}
+	for _, p := range e.Passages {
+		y, ok := index[p.Label]
+		if !ok {
+			return fmt.Errorf("document %q: passage label %q not a class", e.ID, p.Label)
+		}
+		for k := p.Start; k < p.End; k++ {
+			gt[k] = y
+		}
+	}
+	b := mil.Bag{ID: e.ID, Sparse: doc.Instances}
+	if e.Labels != nil {
+		b.Labels = []int{}
+		for _, l := range e.Labels {
+			y, ok := index[l]
+			if !ok {
+				return fmt.Errorf("document %q: label %q not a class", e.ID, l)
+			}
+			b.Labels = append(b.Labels, y)
+		}
+		slices.Sort(b.Labels)
+		b.Labels = slices.Compact(b.Labels)
+	}
+	if len(e.Passages) > 0 {
+		b.InstanceLabels = make([]int, len(doc.Passages))
+		for k, sp := range doc.Passages {
+			b.InstanceLabels[k] = majority(gt[sp.Start:sp.End], space[sp.Start:sp.End])
+		}
+	}
+	c.Data.Bags[i], c.Spans[i], c.space[i], c.gt[i] = b, doc.Passages, space, gt
+	return nil
+}
+
+// majority returns the most frequent label >= 0 of the non-space code
+// points (the first reached on a tie), or mil.Unlabeled when there is none.
+func majority(labels []int, space []bool) int {
+	counts := map[int]int{}
+	best, bestN := mil.Unlabeled, 0
+	for k, y := range labels {
+		if space[k] || y < 0 {
+			continue
+		}
+		counts[y]++
+		if counts[y] > bestN {
+			best, bestN = y, counts[y]
+		}
+	}
+	return best
+}
+
+// Paint returns the label of each of n code points: that of the covering
+// span whose centre is nearest (the earlier on a tie), -1 where no span
+// covers it.
+func Paint(n int, spans []text.Span, labels []int) []int {
+	out := make([]int, n)
+	dist := make([]int, n) // twice the distance to the painting span's centre
+	for k := range out {
+		out[k], dist[k] = -1, math.MaxInt
+	}
+	for s, sp := range spans {
+		centre2 := sp.Start + sp.End - 1
+		for k := sp.Start; k < sp.End; k++ {
+			if d := abs(2*k - centre2); d < dist[k] {
+				out[k], dist[k] = labels[s], d
+			}
+		}
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Counts are the scored units of some documents.
+type Counts struct {
+	Passages, PassagesRight int
+	Chars, CharsRight       int
+}
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.Passages += o.Passages
+	c.PassagesRight += o.PassagesRight
+	c.Chars += o.Chars
+	c.CharsRight += o.CharsRight
+}
+
+// PassageAccuracy is the share of ground-truth passages right.
+func (c Counts) PassageAccuracy() float64 { return float64(c.PassagesRight) / float64(c.Passages) }
+
+// CharAccuracy is the share of their non-space code points right.
+func (c Counts) CharAccuracy() float64 { return float64(c.CharsRight) / float64(c.Chars) }
+
+// Score scores the predicted passage labels of entry i.
+func (c *Corpus) Score(i int, labels []int) (Counts, error) {
+	if len(labels) != len(c.Spans[i]) {
+		return Counts{}, fmt.Errorf("document %q: %d labels for %d passages", c.Entries[i].ID, len(labels), len(c.Spans[i]))
+	}
+	painted := Paint(len(c.gt[i]), c.Spans[i], labels)
+	var out Counts
+	for _, p := range c.Entries[i].Passages {
+		y := c.gt[i][p.Start]
+		if majority(painted[p.Start:p.End], c.space[i][p.Start:p.End]) == y {
+			out.PassagesRight++
+		}
+		out.Passages++
+		for k := p.Start; k < p.End; k++ {
+			if c.space[i][k] {
+				continue
+			}
+			out.Chars++
+			if painted[k] == y {
+				out.CharsRight++
+			}
+		}
+	}
+	return out, nil
+}
+
+// InstanceScore scores the passage labels of test bags of c (by bag ID):
+// instance_accuracy and char_accuracy over them, the form of
+// eval.Config.InstanceScore.
+func (c *Corpus) InstanceScore(test []*mil.Bag, preds []measure.Prediction) (map[string]float64, error) {
+	var n Counts
+	for j, b := range test {
+		i, ok := c.byID[b.ID]
+		if !ok {
+			return nil, fmt.Errorf("bag %q is no document of the corpus", b.ID)
+		}
+		if preds[j].InstanceLabels == nil {
+			return nil, fmt.Errorf("bag %q: the model labels no passage", b.ID)
+		}
+		s, err := c.Score(i, preds[j].InstanceLabels)
+		if err != nil {
+			return nil, err
+		}
+		n.Add(s)
+	}
+	if n.Passages == 0 {
+		return nil, fmt.Errorf("the %d test documents have no ground-truth passage", len(test))
+	}
+	return map[string]float64{measure.InstanceAccuracy: n.PassageAccuracy(), CharAccuracy: n.CharAccuracy()}, nil
+}
+
+// Config selects the protocol.
+type Config struct {
+	Mode    models.Mode
+	Folds   int
+	Seed    int64
+	Workers int
+	Params  models.Params
+}
+
+// Result is one kind's scores: the mean and standard deviation over the
+// folds (one fit in transductive mode).
+type Result struct {
+	Model            string        `json:"model"`
+	Mode             models.Mode   `json:"mode"`
+	Params           models.Params `json:"params,omitempty"`
+	Fits             int           `json:"fits"`
+	InstanceAccuracy eval.Stat     `json:"instance_accuracy"`
+	CharAccuracy     eval.Stat     `json:"char_accuracy"`
+	TrainSeconds     float64       `json:"train_seconds"`
+}
+
+// Run fits kind on each training part of the protocol and scores its
+// passage labels on the matching test documents.
+func Run(ctx context.Context, kind models.Kind, c *Corpus, cfg Config) (*Result, error) {
+	if cfg.Params == nil {
+		cfg.Params = models.Params{}
+	}
+	if err := kind.CheckParams(cfg.Params); err != nil {
+		return nil, err
+	}
+	fits, err := eval.Plan(c.Data, eval.Config{Mode: cfg.Mode, Folds: cfg.Folds, Repeats: 1, Seed: cfg.Seed})
+	if err != nil {
+		return nil, err
+	}
+	if len(fits) == 0 {
+		return nil, fmt.Errorf("protocol %s with %d folds has no fit", cfg.Mode, cfg.Folds)
+	}
+	res := &Result{Model: kind.Name, Mode: cfg.Mode, Params: cfg.Params, Fits: len(fits)}
+	var pa, ca []float64
+	for _, fit := range fits {
+		start := time.Now()
+		m, err := kind.Fit(ctx, kind.DataFor(c.Data.Subset(fit.Train)), models.FitOptions{Seed: cfg.Seed + int64(fit.Fold), Params: cfg.Params, Workers: cfg.Workers})
+		if err != nil {
+			return nil, fmt.Errorf("%s fold %d: fit: %w", kind.Name, fit.Fold, err)
+		}
+		res.TrainSeconds += time.Since(start).Seconds()
+		test := make([]*mil.Bag, len(fit.Test))
+		for j, i := range fit.Test {
+			test[j] = kind.BagFor(&c.Data.Bags[i], c.Data.Dim)
+		}
+		preds, err := measure.Predict(ctx, m, test, cfg.Mode, cfg.Workers)
+		if err != nil {
+			return nil, fmt.Errorf("%s fold %d: %w", kind.Name, fit.Fold, err)
+		}
+		scores, err := c.InstanceScore(test, preds)
+		if err != nil {
+			return nil, fmt.Errorf("%s fold %d: %w", kind.Name, fit.Fold, err)
+		}
+		pa = append(pa, scores[measure.InstanceAccuracy])
+		ca = append(ca, scores[CharAccuracy])
+	}
+	res.InstanceAccuracy, res.CharAccuracy = eval.NewStat(pa), eval.NewStat(ca)
+	return res, nil
+}

@@ -1,0 +1,142 @@
+package texteval
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/media/text"
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
+
+// paintRef is Paint by its definition, one code point at a time: among
+// the spans holding k, the one whose centre (Start+End-1)/2 is nearest,
+// the earliest on a tie.
+func paintRef(n int, spans []text.Span, labels []int) []int {
+	out := make([]int, n)
+	for k := range out {
+		out[k] = -1
+		best := -1.0
+		for s, sp := range spans {
+			if k < sp.Start || k >= sp.End {
+				continue
+			}
+			d := float64(k) - float64(sp.Start+sp.End-1)/2
+			if d < 0 {
+				d = -d
+			}
+			if best < 0 || d < best {
+				out[k], best = labels[s], d
+			}
+		}
+	}
+	return out
+}
+
+func TestPaintMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		n := 1 + r.IntN(60)
+		var spans []text.Span
+		var labels []int
+		for start := r.IntN(5); start < n; start += 1 + r.IntN(8) {
+			end := min(n, start+1+r.IntN(20))
+			spans = append(spans, text.Span{Start: start, End: end})
+			labels = append(labels, r.IntN(4))
+		}
+		if got, want := Paint(n, spans, labels), paintRef(n, spans, labels); !reflect.DeepEqual(got, want) {
+			t.Fatalf("spans %v labels %v: %v, want %v", spans, labels, got, want)
+		}
+	}
+}
+
+// TestScore: two ground-truth passages of a made-up document scored by
+// hand, through windows that straddle them.
+func TestScore(t *testing.T) {
+	//                 0         1         2         3
+	//                 0123456789012345678901234567890123456
+	doc := "car car car car\n\nbat bat bat bat bat"
+	es := []text.Entry{{ID: "d", Text: doc, Labels: []string{"autos", "baseball"}, Passages: []text.GTPassage{
+		{Start: 0, End: 15, Label: "autos"}, {Start: 17, End: 36, Label: "baseball"}}}}
+	f := text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Windows, Window: 4, Stride: 2}, Dim: 32}
+	c, err := Build(context.Background(), es, nil, f, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Windows (words): [0,4) "car car car car" 0-15, [2,6) "car car\n\nbat bat"
+	// 8-24, [4,8) "bat bat bat bat" 17-32, [6,9) 25-36.
+	want := []text.Span{{Start: 0, End: 15}, {Start: 8, End: 24}, {Start: 17, End: 32}, {Start: 25, End: 36}}
+	for i, sp := range c.Spans[0] {
+		if sp.Start != want[i].Start || sp.End != want[i].End {
+			t.Fatalf("spans %+v, want %+v", c.Spans[0], want)
+		}
+	}
+	// The second window holds "car car" and "bat bat": six letters of
+	// each, a tie, so its truth is the first reached, autos.
+	if got := c.Data.Bags[0].InstanceLabels; !reflect.DeepEqual(got, []int{0, 0, 1, 1}) {
+		t.Fatalf("passage truth %v", got)
+	}
+	// Centres (in code points): 7, 15.5, 24, 30. With the passages'
+	// truths, the second window (autos) is the nearest to 17-19, "bat"'s
+	// first letters: 3 of the 27 letters wrong, both passages right.
+	s, err := c.Score(0, []int{0, 0, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != (Counts{Passages: 2, PassagesRight: 2, Chars: 12 + 15, CharsRight: 24}) {
+		t.Fatalf("majority truths: %+v", s)
+	}
+	// The second window says baseball: it paints 12-14 ("car"'s last
+	// letters, nearer 15.5 than 7) wrong and 17-19 right; passage 0 keeps
+	// its majority (9 of 12).
+	s, _ = c.Score(0, []int{0, 1, 1, 1})
+	if s != (Counts{Passages: 2, PassagesRight: 2, Chars: 27, CharsRight: 24}) {
+		t.Fatalf("second window baseball: %+v", s)
+	}
+	// Everything baseball: passage 0 wrong, its 12 letters wrong.
+	s, _ = c.Score(0, []int{1, 1, 1, 1})
+	if s != (Counts{Passages: 2, PassagesRight: 1, Chars: 27, CharsRight: 15}) {
+		t.Fatalf("all baseball: %+v", s)
+	}
+	m, err := c.InstanceScore([]*mil.Bag{&c.Data.Bags[0]}, []measure.Prediction{{InstanceLabels: []int{1, 1, 1, 1}}})
+	if err != nil || m[measure.InstanceAccuracy] != 0.5 || m[CharAccuracy] != 15.0/27 {
+		t.Fatalf("InstanceScore %v, %v", m, err)
+	}
+}
+
+func TestInheritedRepeatsPerLabel(t *testing.T) {
+	d := &mil.Dataset{Classes: []string{"a", "b", "c"}, Dim: 4, Bags: []mil.Bag{
+		{ID: "x", Labels: []int{0, 2}, InstanceLabels: []int{1, 1}, Sparse: []mil.SparseVec{{Idx: []int32{0}, Val: []float64{1}}, {Idx: []int32{3}, Val: []float64{2}}}},
+		{ID: "y", Labels: []int{}, Sparse: []mil.SparseVec{{Idx: []int32{1}, Val: []float64{1}}}},
+	}}
+	got := inherited(d)
+	if len(got.Bags) != 1 || !reflect.DeepEqual(got.Bags[0].InstanceLabels, []int{0, 2, 0, 2}) ||
+		got.Bags[0].Sparse[1].Idx[0] != 0 || got.Bags[0].Sparse[2].Idx[0] != 3 {
+		t.Fatalf("inherited %+v", got.Bags)
+	}
+}
+
+func TestIsDocumentManifest(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		body string
+		want bool
+	}{
+		"docs.jsonl":   {"\n{\"id\": \"a\", \"text\": \"x\"}\n", true},
+		"paths.jsonl":  {"{\"path\": \"a.txt\"}\n", true},
+		"photos.jsonl": {"{\"image\": \"a.png\", \"path\": \"x\"}\n", false},
+		"bags.jsonl":   {"{\"id\": \"a\", \"instances\": [[1]]}\n", false},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := IsDocumentManifest(p); got != c.want {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+}
