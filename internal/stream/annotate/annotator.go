@@ -721,11 +721,20 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 	if o.dead {
 		h = kafkaio.WithOriginal(h, kafkaio.ContentType(in.Headers))
 	}
-	o.msg = kafka.Message{Topic: topic, Key: in.Key, Value: value, Headers: h}
+	id := ""
+	var re *wire.RejectError
+	switch {
+	case bm != nil:
+		id = bm.ID
+	case errors.As(err, &re):
+		id = re.BagID
+	}
+	o.msg = kafka.Message{Topic: topic, Key: wire.OutputKey(id, in.Topic, in.Partition, in.Offset), Value: value, Headers: h}
 	return o
 }
 
-// annotate decodes, checks and annotates one bag.
+// annotate decodes, checks and annotates one bag. The decoded bag comes
+// back with the error of a bag the model cannot take (it names the bag).
 func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Message) (models.Annotation, models.Mode, *wire.BagMessage, error) {
 	_, dspan := a.tracer.Start(ctx, "decode")
 	bm, err := a.validator.DecodeBagAs(kafkaio.ContentType(in.Headers), in.Value)
@@ -739,11 +748,11 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	}
 	dspan.End()
 	if err != nil {
-		return models.Annotation{}, "", nil, err
+		return models.Annotation{}, "", bm, err
 	}
-	// A sparse bag stays sparse for a kind with a sparse path; a kind
-	// without one reads dense rows.
-	bag := a.cfg.Kinds.BagFor(sm.model.Meta().Kind, bm.Bag(), sm.meta.Dim)
+	// A sparse bag stays sparse: the model, decoded by the kinds'
+	// registry, densifies it itself when its kind has no sparse path.
+	bag := bm.Bag()
 	mode := models.Inductive
 	if bag.Labeled() {
 		mode = models.Transductive

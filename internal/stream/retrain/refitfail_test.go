@@ -13,9 +13,11 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/telemetry"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -197,4 +199,61 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestTrainingDeadLettersKeyedByBagID: the retrainer's dead letters are
+// keyed by the bag id whatever the training message's key (none here), and
+// a message too broken to name its bag by where it lies.
+func TestTrainingDeadLettersKeyedByBagID(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.publishModel(streamtest.SmallDataset(30), nil) // the target of dimension and vocabulary
+	keys, raws, want := poison()
+	h.writeTrain(ctx, make([]string, len(keys)), raws) // keyless
+	r := h.retrainer(func(c *RetrainerConfig) {
+		c.DeadLetterTopic = h.topics.DeadLetter
+		c.Params = models.Params{"max_labels": "2"}
+	})
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	tctx, tcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer tcancel()
+	got := map[string]string{} // Kafka key -> reason
+	err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.DeadLetter, fmt.Sprintf("k-%d", time.Now().UnixNano()), func(m kafka.Message) error {
+		var d wire.DeadLetter
+		if err := json.Unmarshal(m.Value, &d); err != nil {
+			return err
+		}
+		got[string(m.Key)] = string(d.Reason)
+		if len(got) == len(want) {
+			return kafkaio.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dead-letter keys of %d keyless training messages: %v", len(want), got)
+	for _, id := range keys {
+		if id == "p-json" {
+			continue // malformed: names no bag
+		}
+		if got[id] != string(want[id]) {
+			t.Errorf("no dead letter keyed %s (reason %s): %v", id, want[id], got)
+		}
+	}
+	located := 0
+	for k := range got {
+		if strings.HasPrefix(k, h.topics.Train+"/") {
+			located++
+		}
+	}
+	if located != 1 {
+		t.Errorf("%d dead letters keyed by location, want 1 (the malformed message): %v", located, got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

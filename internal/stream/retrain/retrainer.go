@@ -339,7 +339,15 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 		err = r.check(ctx, target, bm)
 	}
 	if err != nil {
-		if !r.reject(ctx, m, err, true) {
+		id := ""
+		var re *wire.RejectError
+		switch {
+		case bm != nil:
+			id = bm.ID
+		case errors.As(err, &re):
+			id = re.BagID
+		}
+		if !r.reject(ctx, m, id, err, true) {
 			r.track.Ack(m)
 		}
 		return
@@ -397,7 +405,9 @@ func (r *Retrainer) check(ctx context.Context, target *admission.Target, bm *wir
 // replayed message's dead letter goes to the dead-letter writer while Run
 // runs: reject then returns true, and the writer acknowledges the message
 // to the offset tracker once its dead letter is acknowledged.
-func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, replayed bool) (queued bool) {
+// The dead letter is keyed by id, the bag's ("" when the message names
+// none: wire.OutputKey).
+func (r *Retrainer) reject(ctx context.Context, m kafka.Message, id string, err error, replayed bool) (queued bool) {
 	reason, ok := admission.Reason(err)
 	if !ok {
 		reason = wire.ReasonBadInput
@@ -417,7 +427,7 @@ func (r *Retrainer) reject(ctx context.Context, m kafka.Message, err error, repl
 	}
 	h := kafkaio.WithOriginal(kafkaio.Headers(ctx, r.cfg.Obs.Propagator), kafkaio.ContentType(m.Headers))
 	value := wire.NewDeadLetter(wire.StageRetrain, reason, err, string(m.Key), m.Topic, m.Partition, m.Offset, m.Value).Encode(r.dead.ValueBudget(m.Key, h))
-	job := deadJob{in: m, out: kafka.Message{Topic: r.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: h}, log: log}
+	job := deadJob{in: m, out: kafka.Message{Topic: r.cfg.DeadLetterTopic, Key: wire.OutputKey(id, m.Topic, m.Partition, m.Offset), Value: value, Headers: h}, log: log}
 	if replayed && r.deadQ != nil {
 		select {
 		case r.deadQ <- job:
@@ -707,7 +717,7 @@ func (r *Retrainer) deadLetterUnfit(ctx context.Context, unfit []windowBag) {
 	r.mu.Unlock()
 	for _, wb := range unfit {
 		err := t.Check(&wire.BagMessage{ID: wb.bag.ID, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels})
-		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(wb.bag.ID), Partition: wb.partition, Offset: wb.offset, Value: wb.raw}, err, false)
+		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(wb.bag.ID), Partition: wb.partition, Offset: wb.offset, Value: wb.raw}, wb.bag.ID, err, false)
 	}
 }
 
@@ -986,8 +996,8 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	}
 	start := time.Now()
 	// A window with sparse bags is densified for a kind without a sparse
-	// path, as for a fit from a file.
-	cand, err := kind.Fit(ctx, kind.DataFor(train), opt)
+	// path by the kind itself (models.NewRegistry wraps its Fit).
+	cand, err := kind.Fit(ctx, train, opt)
 	if err != nil && ctx.Err() == nil {
 		var isolated []isolatedBag
 		if cand, isolated, err = isolate(ctx, kind, train, opt, err); err == nil {
@@ -1002,7 +1012,7 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("fit %s on %d bags: %w", r.cfg.Kind, len(train.Bags), err)
 	}
-	res.Candidate, err = Evaluate(ctx, cand, kind.DataFor(test))
+	res.Candidate, err = Evaluate(ctx, cand, test)
 	if err != nil {
 		return res, fmt.Errorf("evaluate candidate: %w", err)
 	}
@@ -1012,11 +1022,7 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	case !compatible:
 		res.Promoted, res.Reason = true, "current model has another vocabulary or dimension"
 	default:
-		curKind, kerr := r.cfg.Kinds.Lookup(cur.Meta().Kind)
-		if kerr != nil {
-			curKind = models.Kind{} // decoded, so known; dense rows in any case
-		}
-		res.Current, err = Evaluate(ctx, cur, curKind.DataFor(test))
+		res.Current, err = Evaluate(ctx, cur, test)
 		if err != nil {
 			res.Promoted, res.Reason = true, "current model fails on the held-out slice: "+err.Error()
 			break
@@ -1129,7 +1135,7 @@ func isolate(ctx context.Context, kind models.Kind, train *mil.Dataset, opt mode
 		}
 		dropped = append(dropped, isolatedBag{id: train.Bags[i].ID, err: fitErr})
 		train.Bags = slices.Delete(slices.Clone(train.Bags), i, i+1)
-		m, err := kind.Fit(ctx, kind.DataFor(train), opt)
+		m, err := kind.Fit(ctx, train, opt)
 		if err == nil {
 			return m, dropped, nil
 		}
@@ -1158,7 +1164,7 @@ func culprit(ctx context.Context, kind models.Kind, train *mil.Dataset, opt mode
 	fails := func(lo, hi int) bool {
 		sub := *train
 		sub.Bags = train.Bags[lo:hi]
-		_, err := kind.Fit(ctx, kind.DataFor(&sub), opt)
+		_, err := kind.Fit(ctx, &sub, opt)
 		return err != nil && err.Error() == fitErr.Error()
 	}
 	lo, hi := 0, len(train.Bags)
@@ -1203,7 +1209,7 @@ func (r *Retrainer) dropIsolated(ctx context.Context, bags []isolatedBag) {
 		r.excluded = r.excluded[max(0, len(r.excluded)-maxExcluded):]
 		r.mu.Unlock()
 		err := wire.Reject(wire.ReasonBadInput, fmt.Errorf("training bag %q: the fit fails with it and succeeds without it: %w", b.id, b.err))
-		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(b.id), Partition: wb.partition, Offset: wb.offset, Value: value}, err, false)
+		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(b.id), Partition: wb.partition, Offset: wb.offset, Value: value}, b.id, err, false)
 	}
 }
 

@@ -134,7 +134,7 @@ type bagDecoder struct {
 // decode decodes and checks one bag message, raw, with d's scratch space
 // (the features and row lengths of the previous message, reused), and
 // leaves d holding no reference to raw. Errors are *RejectError.
-func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
+func (d *bagDecoder) decode(raw []byte, maxBytes int) (_ *BagMessage, err error) {
 	if maxBytes > 0 && len(raw) > maxBytes {
 		return nil, Reject(ReasonOversize, fmt.Errorf("message of %d bytes exceeds the %d-byte limit", len(raw), maxBytes))
 	}
@@ -147,6 +147,13 @@ func (d *bagDecoder) decode(raw []byte, maxBytes int) (*BagMessage, error) {
 	if err := d.document(); err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
 	}
+	// A readable message names its bag, even when rejected (deferred
+	// after the reset above, so it runs first, while d.m holds the id).
+	defer func() {
+		if err != nil {
+			err = withBagID(err, d.m.ID)
+		}
+	}()
 	switch {
 	case d.empty:
 		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", d.m.ID, mil.ErrEmptyBag))

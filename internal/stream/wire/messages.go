@@ -140,6 +140,18 @@ func unusable(f float64) error {
 	return fmt.Errorf("magnitude beyond %g (wire.MaxFeatureMagnitude)", float64(MaxFeatureMagnitude))
 }
 
+// OutputKey is the Kafka key of a bag's outputs (its annotation, its dead
+// letters): the bag's id, whatever key the bag arrived under, so that a
+// compacted output topic keeps one record per bag and never gets a keyless
+// record (which a broker refuses there). A message too broken to name its
+// bag (bagID "") is keyed by where it lies: "topic/partition/offset".
+func OutputKey(bagID, topic string, partition int, offset int64) []byte {
+	if bagID != "" {
+		return []byte(bagID)
+	}
+	return fmt.Appendf(nil, "%s/%d/%d", topic, partition, offset)
+}
+
 // Reason classifies why a message was dead-lettered.
 type Reason string
 

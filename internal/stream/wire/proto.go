@@ -246,25 +246,32 @@ func (v *Validator) DecodeBagProto(raw []byte) (*BagMessage, error) {
 	if err != nil {
 		return nil, Reject(ReasonMalformedJSON, err)
 	}
+	if err := checkProto(m, unknown); err != nil {
+		// A readable message names its bag, even when rejected.
+		return nil, withBagID(err, m.ID)
+	}
+	return m, nil
+}
+
+// checkProto checks a bag read from the binary encoding; unknown is
+// parseProto's.
+func checkProto(m *BagMessage, unknown error) error {
 	if len(m.Instances) == 0 && len(m.SparseInstances) == 0 {
-		return nil, Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", m.ID, mil.ErrEmptyBag))
+		return Reject(ReasonEmptyBag, fmt.Errorf("bag %q: %w", m.ID, mil.ErrEmptyBag))
 	}
 	if err := checkFinite(m); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkSchema(m); err != nil {
-		return nil, Reject(ReasonSchema, err)
+		return Reject(ReasonSchema, err)
 	}
 	// A field the bag does not have is a schema fault, as an unknown
 	// property is in JSON, and so is a sparse index above 2^31-1: after
 	// the more specific faults, before the bag invariants.
 	if unknown != nil {
-		return nil, Reject(ReasonSchema, unknown)
+		return Reject(ReasonSchema, unknown)
 	}
-	if err := checkInvariants(m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return checkInvariants(m)
 }
 
 // parseProto reads the wire format of a bag, with d's feature and row

@@ -15,6 +15,23 @@ import (
 type RejectError struct {
 	Reason Reason
 	Err    error
+	// BagID is the id of the rejected bag when the message names a valid
+	// one (a message too broken to be read names none): what its dead
+	// letter is keyed by (OutputKey).
+	BagID string
+}
+
+// withBagID records id as the rejected bag's id in err, a *RejectError,
+// when id is one the schema accepts (1 to maxIDLength code points of valid
+// UTF-8), and returns err. id is copied: it may be a view of a message.
+func withBagID(err error, id string) error {
+	var re *RejectError
+	if errors.As(err, &re) && utf8.ValidString(id) {
+		if n := utf8.RuneCountInString(id); n >= 1 && n <= maxIDLength {
+			re.BagID = strings.Clone(id)
+		}
+	}
+	return err
 }
 
 func (e *RejectError) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
