@@ -42,7 +42,7 @@ func TestOutputsKeyedByBagID(t *testing.T) {
 		{Topic: h.topics.Annotate, Key: []byte("shared"), Value: enc(1, ds.Dim)},
 		{Topic: h.topics.Annotate, Value: enc(2, ds.Dim)},
 		{Topic: h.topics.Annotate, Key: []byte("shared"), Value: enc(3, ds.Dim+1)}, // dead letter: dimension
-		{Topic: h.topics.Annotate, Value: []byte(`{"schema_version":1,"id":`)},    // dead letter: malformed, no id
+		{Topic: h.topics.Annotate, Value: []byte(`{"schema_version":1,"id":`)},     // dead letter: malformed, no id
 	}
 	w := kafkaio.NewWriter(h.brokers, kafkasec.Conn{})
 	defer w.Close()
