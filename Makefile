@@ -1,8 +1,14 @@
 # The README's two commands: `make demo` runs the main job, `make test` the tests.
 GO ?= go
 
-.PHONY: test vet bench soak demo build mutate chaos status-screenshot compare-misvm
+.PHONY: test vet bench soak demo build mutate chaos status-screenshot compare-misvm kafka
+# The real-Kafka suite (internal/e2e TestRealKafka*, docs/kafka.md) needs
+# java and mvn; without them it is skipped, said here in one line, and
+# under CI=true it fails instead.
+HAVE_JAVA := $(shell command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 && echo yes)
+
 test: vet
+	@test -n "$(HAVE_JAVA)" || echo "real-Kafka suite skipped: java or mvn not found (with CI=true it fails instead)"
 	$(GO) test -count=1 -timeout 80m ./...
 
 vet:
@@ -32,8 +38,19 @@ demo:
 # second of work, and one scheduling hiccup moved it by half.
 # MIMLSTREAM_BENCH_CPUPROFILE=FILE (relative to internal/e2e) profiles the
 # saturating stream alone.
+# With java and mvn, the same run measures Apache Kafka beside the
+# embedded broker (broker=kafka-VERSION sub-benchmarks; BENCH_KAFKA= to
+# skip it, or another version).
+BENCH_KAFKA ?= $(if $(HAVE_JAVA),4.4.0)
 bench:
-	$(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 20x -timeout 30m ./internal/e2e/
+	MIMLSTREAM_BENCH_KAFKA=$(BENCH_KAFKA) $(GO) test -run '^$$' -bench BenchmarkPipeline -benchtime 20x -timeout 60m ./internal/e2e/
+
+# One Apache Kafka node on 127.0.0.1:9092 in the foreground, from Maven
+# Central's jars (deploy/kafka/run.sh says what it takes), to run the
+# services against the real broker by hand. `make demo` keeps the embedded
+# broker, which needs nothing installed.
+kafka:
+	deploy/kafka/run.sh
 
 # ingest, an annotator and the retrainer as processes for 60 s at 80% of
 # the maximum rate measured first (MIMLSTREAM_SOAK_DURATION=5m to change):

@@ -27,6 +27,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/kafkatest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
@@ -49,12 +50,18 @@ import (
 // time, each drained, which leaves the cores idle at every pass's end).
 // Run it with `make bench`.
 //
-// MIMLSTREAM_BENCH_BROKERS=host:port[,host:port] runs it against that
-// cluster instead of the embedded broker (plaintext; `mimlctl broker` in
-// another process, or a real cluster): each sub-benchmark creates topics
-// of its own (4 partitions, the cluster's replication) and deletes them
-// at the end. The CPU metrics are then this process's alone, without the
-// broker's.
+// The top level is the broker: broker=embedded (the in-process kfake
+// broker, a fresh one per sub-benchmark) and, for each version that
+// MIMLSTREAM_BENCH_KAFKA names (comma-separated, e.g. 4.4.0; `make bench`
+// sets it when java and mvn are installed), broker=kafka-VERSION: one
+// Apache Kafka node started by kafkatest on loopback, with its default
+// flush settings (no fsync per message: log.flush.interval.messages and
+// log.flush.interval.ms unset, durability from acks and the page cache).
+// MIMLSTREAM_BENCH_BROKERS=host:port[,host:port] replaces both with a
+// cluster of your own (broker=external, plaintext). On a cluster that is
+// not embedded each sub-benchmark creates topics of its own (4 partitions,
+// the cluster's replication) and deletes them at the end, and the CPU
+// metrics are this process's alone, without the broker's.
 func BenchmarkPipeline(b *testing.B) {
 	codecs, wires := "none,lz4", "json,protobuf"
 	if v := os.Getenv("MIMLSTREAM_BENCH_CODECS"); v != "" {
@@ -63,24 +70,51 @@ func BenchmarkPipeline(b *testing.B) {
 	if v := os.Getenv("MIMLSTREAM_BENCH_WIRES"); v != "" {
 		wires = v
 	}
-	for name := range strings.SplitSeq(codecs, ",") {
-		codec, err := kafkaio.ParseCompression(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run("codec="+name, func(b *testing.B) {
-			for w := range strings.SplitSeq(wires, ",") {
-				format, err := wire.ParseFormat(w)
+	for _, target := range benchTargets() {
+		b.Run("broker="+target.name, func(b *testing.B) {
+			brokers := target.start(b)
+			for name := range strings.SplitSeq(codecs, ",") {
+				codec, err := kafkaio.ParseCompression(name)
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.Run("wire="+w, func(b *testing.B) { benchPipeline(b, codec, format) })
+				b.Run("codec="+name, func(b *testing.B) {
+					for w := range strings.SplitSeq(wires, ",") {
+						format, err := wire.ParseFormat(w)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.Run("wire="+w, func(b *testing.B) { benchPipeline(b, brokers, codec, format) })
+					}
+				})
 			}
 		})
 	}
 }
 
-func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
+// benchTarget is a broker the pipeline is measured on; start returns its
+// addresses (nil: an embedded broker per sub-benchmark).
+type benchTarget struct {
+	name  string
+	start func(b *testing.B) []string
+}
+
+func benchTargets() []benchTarget {
+	if v := os.Getenv("MIMLSTREAM_BENCH_BROKERS"); v != "" {
+		return []benchTarget{{"external", func(*testing.B) []string { return strings.Split(v, ",") }}}
+	}
+	targets := []benchTarget{{"embedded", func(*testing.B) []string { return nil }}}
+	for v := range strings.SplitSeq(os.Getenv("MIMLSTREAM_BENCH_KAFKA"), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			targets = append(targets, benchTarget{"kafka-" + v, func(b *testing.B) []string {
+				return kafkatest.Start(b, kafkatest.Options{Version: v, HeapMB: 1024}).Addrs()
+			}})
+		}
+	}
+	return targets
+}
+
+func benchPipeline(b *testing.B, external []string, codec kafka.Compression, format wire.Format) {
 	ds, blob := mscv2ModelB(b)
 	kinds := kinds()
 	m, err := kinds.Decode(blob)
@@ -109,7 +143,7 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 
 	// The pipeline.
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	brokers, topics, rawTopic := benchBroker(b, prefix)
+	brokers, topics, rawTopic := benchBroker(b, external, prefix)
 	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
 		_, rdb, _ = streamtest.StartRedis(b)
@@ -242,26 +276,24 @@ func benchPipeline(b *testing.B, codec kafka.Compression, format wire.Format) {
 }
 
 // benchBroker returns the brokers, the pipeline's topics and the raw
-// produce's topic of one sub-benchmark: on the embedded broker the
-// default names, on the cluster MIMLSTREAM_BENCH_BROKERS names, topics
+// produce's topic of one sub-benchmark: on a new embedded broker (brokers
+// nil) the default names, on the cluster at brokers topics
 // named after prefix, created now and deleted when b ends, so that runs
 // neither meet each other's records nor leave theirs behind.
-func benchBroker(b *testing.B, prefix string) ([]string, wire.Topics, string) {
+func benchBroker(b *testing.B, brokers []string, prefix string) ([]string, wire.Topics, string) {
 	b.Helper()
-	v := os.Getenv("MIMLSTREAM_BENCH_BROKERS")
-	if v == "" {
+	if brokers == nil {
 		topics := wire.DefaultTopics()
 		const raw = "bench-raw"
 		return streamtest.StartBroker(b, 4, append(topics.All(), raw)...), topics, raw
 	}
-	brokers := strings.Split(v, ",")
 	topics := wire.Topics{Annotate: prefix + "-bags", Train: prefix + "-bags-train", Annotations: prefix + "-annotations", DeadLetter: prefix + "-dead-letters"}
 	raw := prefix + "-raw"
 	names := append(topics.All(), raw)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := kafkaio.EnsureTopics(ctx, brokers, kafkasec.Conn{}, 4, names...); err != nil {
-		b.Fatalf("MIMLSTREAM_BENCH_BROKERS=%s: %v", v, err)
+		b.Fatalf("topics on %v: %v", brokers, err)
 	}
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -84,12 +84,22 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOn(t, func(topics wire.Topics) []string { return streamtest.StartBroker(t, 4, topics.All()...) })
+}
+
+// newEnvOn is newEnv on the brokers that start returns (given the
+// pipeline's topics, which it may create or leave to the services).
+func newEnvOn(t *testing.T, start func(wire.Topics) []string) *env {
+	t.Helper()
 	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no Redis at %s: %v", redisAddr, err)
+		}
 		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
 	}
 	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 4, topics.All()...)
+	brokers := start(topics)
 	prefix := fmt.Sprintf("e2e-%s-%d", t.Name(), time.Now().UnixNano())
 	t.Cleanup(func() {
 		// Keys carry the prefix inside a hash tag: {prefix:models}:...
@@ -210,21 +220,39 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// outputs accumulates the annotation and dead-letter topics.
+// outputs accumulates the annotation and dead-letter topics: each record
+// once, by its position, since the tail (an observer that commits nothing)
+// reads a topic again from its start when its group is rebuilt after a
+// broker's death. times are the annotations' Kafka timestamps.
 type outputs struct {
-	mu   sync.Mutex
-	anns map[string][]wire.AnnotationMessage
-	dead []wire.DeadLetter
+	mu    sync.Mutex
+	anns  map[string][]wire.AnnotationMessage
+	dead  []wire.DeadLetter
+	seen  map[recordPos]bool
+	times []time.Time
+}
+
+// recordPos is a record's place in the log.
+type recordPos struct {
+	topic     string
+	partition int
+	offset    int64
 }
 
 func (e *env) tail(ctx context.Context) *outputs {
-	o := &outputs{anns: map[string][]wire.AnnotationMessage{}}
+	o := &outputs{anns: map[string][]wire.AnnotationMessage{}, seen: map[recordPos]bool{}}
 	for _, topic := range []string{e.topics.Annotations, e.topics.DeadLetter} {
 		go func() {
 			err := kafkaio.Tail(ctx, e.brokers, e.sec, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
 				o.mu.Lock()
 				defer o.mu.Unlock()
+				pos := recordPos{m.Topic, m.Partition, m.Offset}
+				if o.seen[pos] {
+					return nil
+				}
+				o.seen[pos] = true
 				if topic == e.topics.Annotations {
+					o.times = append(o.times, m.Time)
 					var a wire.AnnotationMessage
 					if err := json.Unmarshal(m.Value, &a); err != nil {
 						return err

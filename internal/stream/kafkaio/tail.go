@@ -3,6 +3,9 @@ package kafkaio
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -38,7 +41,20 @@ func Tail(ctx context.Context, brokers []string, sec kafkasec.Conn, topic, group
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			// The reader reports what it recovers from by itself: the
+			// group coordinator's retriable answers (Not Coordinator For
+			// Group while a new cluster creates __consumer_offsets, a
+			// rebalance) and a broker that is away (restarted, or a leader
+			// being elected). Keep reading; anything else ends the tail.
+			if !Transient(err) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
 		}
 		if err := fn(m); err != nil {
 			if errors.Is(err, ErrStop) {
@@ -47,4 +63,20 @@ func Tail(ctx context.Context, brokers []string, sec kafkasec.Conn, topic, group
 			return err
 		}
 	}
+}
+
+// Transient reports whether err is one a kafka-go client recovers from by
+// retrying: a retriable Kafka error code, or a broker that refused, reset
+// or dropped the connection or did not answer in time. Authentication and
+// TLS failures are not transient.
+func Transient(err error) bool {
+	if kerr, ok := errors.AsType[kafka.Error](err); ok {
+		return kerr.Temporary()
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var nerr net.Error
+	return errors.As(err, &nerr) && nerr.Timeout()
 }

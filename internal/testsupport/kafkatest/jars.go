@@ -50,7 +50,7 @@ func Jars(ctx context.Context, version string) (string, error) {
 	}
 	tmp := dir + ".partial"
 	_ = os.RemoveAll(tmp)
-	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", pom, "dependency:copy-dependencies",
+	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-Dstyle.color=never", "-f", pom, "dependency:copy-dependencies",
 		"-Dkafka.version="+version, "-DoutputDirectory="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("resolve Apache Kafka %s with Maven (%s): %w\n%s", version, pom, err, out)

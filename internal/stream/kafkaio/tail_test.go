@@ -1,0 +1,34 @@
+package kafkaio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func TestTransient(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"not coordinator", kafka.NotCoordinatorForGroup, true},
+		{"leader not available", fmt.Errorf("fetch: %w", kafka.LeaderNotAvailable), true},
+		{"connection refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
+		{"eof", fmt.Errorf("read: %w", io.EOF), true},
+		{"sasl failed", kafka.SASLAuthenticationFailed, false},
+		{"topic authorization", kafka.TopicAuthorizationFailed, false},
+		{"other", errors.New("x509: certificate signed by unknown authority"), false},
+	}
+	for _, c := range cases {
+		if got := Transient(c.err); got != c.want {
+			t.Errorf("%s: Transient = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
