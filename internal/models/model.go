@@ -192,30 +192,47 @@ type Registry struct {
 	kinds map[string]Kind
 }
 
-// NewRegistry returns a registry holding the given kinds. The Fit of each
-// kind it returns checks the parameters against the kind's declaration
-// (Kind.CheckParams) first, so every path that fits through a registry (the
-// retrainer, the evaluation command, the demo) rejects a misspelt key the
-// same way, and a new kind cannot forget to.
+// NewRegistry returns a registry holding the given kinds, each as wrap
+// makes it: every path that fits or serves through a registry (the
+// retrainer, the evaluation command, the annotator, the demo) then rejects
+// a misspelt key and densifies sparse bags for a kind without a sparse path
+// the same way, and neither a new kind nor a new caller can forget to.
 func NewRegistry(kinds ...Kind) *Registry {
 	r := &Registry{kinds: make(map[string]Kind, len(kinds))}
 	for _, k := range kinds {
-		r.kinds[k.Name] = checked(k)
+		r.kinds[k.Name] = wrap(k)
 	}
 	return r
 }
 
-// checked wraps k.Fit with k.CheckParams.
-func checked(k Kind) Kind {
-	fit := k.Fit
-	if fit == nil || k.Params == nil {
-		return k
-	}
-	k.Fit = func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error) {
-		if err := k.CheckParams(opt.Params); err != nil {
-			return nil, err
+// wrap returns k as a registry hands it out. Its Fit checks the parameters
+// against the declaration (Kind.CheckParams) first and trains on
+// k.DataFor(train); the models its Fit and Decode return annotate a sparse
+// bag as k.BagFor makes it. A kind with a sparse path (Kind.Sparse) gets
+// its data and its models unchanged.
+func wrap(k Kind) Kind {
+	fit, decode := k.Fit, k.Decode
+	if fit != nil {
+		k.Fit = func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error) {
+			if err := k.CheckParams(opt.Params); err != nil {
+				return nil, err
+			}
+			opt.Warm = Unwrap(opt.Warm)
+			m, err := fit(ctx, k.DataFor(train), opt)
+			if err != nil {
+				return nil, err
+			}
+			return k.densifying(m), nil
 		}
-		return fit(ctx, train, opt)
+	}
+	if decode != nil {
+		k.Decode = func(meta Meta, state []byte) (Model, error) {
+			m, err := decode(meta, state)
+			if err != nil {
+				return nil, err
+			}
+			return k.densifying(m), nil
+		}
 	}
 	return k
 }

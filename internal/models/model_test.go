@@ -50,7 +50,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := out.(*constModel); got.Label != 1 || len(got.meta.Classes) != 2 {
+	if got := Unwrap(out).(*constModel); got.Label != 1 || len(got.meta.Classes) != 2 {
 		t.Fatalf("decoded %+v", got)
 	}
 }

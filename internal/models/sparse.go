@@ -1,11 +1,17 @@
 package models
 
-import "github.com/mimlstream/mimlstream/internal/mil"
+import (
+	"context"
+
+	"github.com/mimlstream/mimlstream/internal/mil"
+)
 
 // DataFor returns the training data k's Fit can take: data itself when it
 // is dense or k has a sparse path (Kind.Sparse), a densified copy
 // otherwise, so that every kind trains on a sparse file, the ones without a
-// sparse path at the cost of dim × instances memory.
+// sparse path at the cost of dim × instances memory. A Registry's kinds
+// apply it in Fit; only code that calls a kind outside a Registry (a
+// kind's own tests) has any use for it.
 func (k Kind) DataFor(data *mil.Dataset) *mil.Dataset {
 	if k.Sparse {
 		return data
@@ -16,7 +22,8 @@ func (k Kind) DataFor(data *mil.Dataset) *mil.Dataset {
 // BagFor returns b as k's models can annotate it: b itself when it is
 // dense or k has a sparse path (Kind.Sparse), else a densified copy of
 // dimension dim (b's other slices shared). Annotate of a kind without a
-// sparse path reads Instances only: a sparse bag would look empty to it.
+// sparse path reads Instances only: a sparse bag would look empty to it,
+// which is why the models a Registry's kinds return apply it themselves.
 func (k Kind) BagFor(b *mil.Bag, dim int) *mil.Bag {
 	if k.Sparse || !b.IsSparse() {
 		return b
@@ -26,12 +33,63 @@ func (k Kind) BagFor(b *mil.Bag, dim int) *mil.Bag {
 	return &d
 }
 
-// BagFor is Kind.BagFor for the kind named kind; a kind r does not hold
-// gets the dense copy, which every model reads.
-func (r *Registry) BagFor(kind string, b *mil.Bag, dim int) *mil.Bag {
-	k, err := r.Lookup(kind)
-	if err != nil {
-		k = Kind{}
+// densifying returns m as a Registry serves it: unchanged for a kind with
+// a sparse path, else wrapped so that Annotate (and AnnotateMapped, when m
+// is a FeatureMapper) gets a sparse bag densified by BagFor.
+func (k Kind) densifying(m Model) Model {
+	if k.Sparse || m == nil {
+		return m
 	}
-	return k.BagFor(b, dim)
+	d := denseModel{Model: m, kind: k, dim: m.Meta().Dim}
+	if fm, ok := m.(FeatureMapper); ok {
+		return denseMapper{denseModel: d, mapper: fm}
+	}
+	return d
 }
+
+// Unwrap returns the model a Registry's kind fitted or decoded, without
+// the wrapper that densifies sparse bags for it: what a kind's own code
+// may type-assert (a warm start, say). Any other model is returned as it
+// is.
+func Unwrap(m Model) Model {
+	if w, ok := m.(interface{ Unwrap() Model }); ok {
+		return w.Unwrap()
+	}
+	return m
+}
+
+// denseModel is a model of a kind without a sparse path as a Registry
+// serves it.
+type denseModel struct {
+	Model
+	kind Kind
+	dim  int
+}
+
+func (m denseModel) Annotate(ctx context.Context, b *mil.Bag, mode Mode) (Annotation, error) {
+	return m.Model.Annotate(ctx, m.kind.BagFor(b, m.dim), mode)
+}
+
+// Unwrap returns the kind's own model.
+func (m denseModel) Unwrap() Model { return m.Model }
+
+// denseMapper is a denseModel whose model is a FeatureMapper: the
+// capability stays visible to the annotator, and the bag AnnotateMapped
+// gets is dense, as Annotate's is.
+type denseMapper struct {
+	denseModel
+	mapper FeatureMapper
+}
+
+func (m denseMapper) FeatureSpace() string { return m.mapper.FeatureSpace() }
+
+func (m denseMapper) MapInstance(x []float64) ([]float64, error) { return m.mapper.MapInstance(x) }
+
+func (m denseMapper) AnnotateMapped(ctx context.Context, b *mil.Bag, mapped [][]float64, mode Mode) (Annotation, error) {
+	return m.mapper.AnnotateMapped(ctx, m.kind.BagFor(b, m.dim), mapped, mode)
+}
+
+var (
+	_ Model         = denseModel{}
+	_ FeatureMapper = denseMapper{}
+)

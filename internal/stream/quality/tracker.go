@@ -206,8 +206,9 @@ func (t *Tracker) Observe(ctx context.Context, m models.Model, meta featurestore
 func (t *Tracker) score(ctx context.Context, m models.Model, meta featurestore.VersionMeta, bag *mil.Bag, alias string) (Record, bool) {
 	attr := metric.WithAttributes(attribute.String("alias", alias))
 	// The candidate may be of a kind without a sparse path where the
-	// current one has one: each model gets the bag in a form it reads.
-	ann, err := m.Annotate(ctx, t.cfg.Kinds.BagFor(m.Meta().Kind, bag, meta.Dim), models.Inductive)
+	// current one has one: m, decoded by the kinds' registry, densifies a
+	// sparse bag itself when its kind needs it.
+	ann, err := m.Annotate(ctx, bag, models.Inductive)
 	if err == nil {
 		var r Record
 		// Over the data's classes, as the retrainer's held-out check

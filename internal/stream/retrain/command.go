@@ -312,7 +312,7 @@ current version served by the annotators.`, env.Stderr)
 	defer rdb.Close()
 	reg := featurestore.NewRegistry(rdb, rc.RegistryPrefix, regOpts...)
 	start := time.Now()
-	m, err := kind.Fit(ctx, kind.DataFor(ds), models.FitOptions{Seed: ff.Seed, Params: params, Workers: ff.Workers})
+	m, err := kind.Fit(ctx, ds, models.FitOptions{Seed: ff.Seed, Params: params, Workers: ff.Workers})
 	if err != nil {
 		return fmt.Errorf("fit %s on %s: %w", ff.Kind, *data, err)
 	}
