@@ -220,15 +220,6 @@ func hashIndex(h int32, dim int) (idx int32, sign float64) {
 	return idx, 1
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
 // hashed is a word's feature (idx < 0: none) and sign.
 type hashed struct {
 	idx  int32

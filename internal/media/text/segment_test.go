@@ -274,3 +274,53 @@ func FuzzSegment(f *testing.F) {
 		checkInvariants(t, doc)
 	})
 }
+
+// asciiAlphabet is weighted towards the characters the UAX #29 rules
+// treat specially between letters and digits.
+const asciiAlphabet = "abZ09__::..'',,;; -\n\r\t\"@#/x1"
+
+// checkASCIIWords holds the ASCII fast path to uniseg's segmentation.
+func checkASCIIWords(t testing.TB, s string) {
+	t.Helper()
+	got := asciiWords(s, 3, 3, nil)
+	want := unisegWords(s, 3, 3, nil)
+	if len(got) != len(want) {
+		t.Fatalf("%q: fast path %v, uniseg %v", s, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%q: word %d: fast path %+v, uniseg %+v", s, i, got[i], want[i])
+		}
+	}
+}
+
+func TestASCIIWordsMatchUniseg(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 20000 {
+		b := make([]byte, r.IntN(24))
+		for i := range b {
+			b[i] = asciiAlphabet[r.IntN(len(asciiAlphabet))]
+		}
+		checkASCIIWords(t, string(b))
+	}
+	// Every pair and triple of distinct ASCII classes' representatives.
+	reps := "a0_:.',; -\n\"\x00\x7f"
+	for _, x := range reps {
+		for _, y := range reps {
+			for _, z := range reps {
+				checkASCIIWords(t, string([]rune{x, y, z}))
+				checkASCIIWords(t, "a"+string([]rune{x, y, z})+"1")
+			}
+		}
+	}
+}
+
+func FuzzASCIIWords(f *testing.F) {
+	f.Add("don't 3.14 a:b 1,000 x_y")
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isASCII(s) {
+			return
+		}
+		checkASCIIWords(t, s)
+	})
+}
