@@ -39,7 +39,7 @@ func Predict(ctx context.Context, m models.Model, bags []*mil.Bag, mode models.M
 		wg.Go(func() {
 			for j := range jobs {
 				b := bags[j]
-				q := mil.Bag{ID: b.ID, Instances: b.Instances, Sparse: b.Sparse}
+				q := mil.Bag{ID: b.ID, Instances: b.Instances, Sparse: b.Sparse, Holistic: b.Holistic}
 				if mode == models.Transductive {
 					q.Labels = b.Labels
 				}

@@ -30,6 +30,11 @@ type Bag struct {
 	// them (MSCV2, Letter Frost); used for evaluation only, never for
 	// training the weakly supervised models. Unlabeled marks unknown ones.
 	InstanceLabels []int `json:"instance_labels,omitempty"`
+	// Holistic, when non-nil, describes the whole bag in the instances'
+	// feature space: a photo taken as one region by the featurizer that
+	// cut it into regions. MIER reads it (holistic=bag); every other model
+	// ignores it.
+	Holistic []float64 `json:"holistic,omitempty"`
 }
 
 // Labeled reports whether the bag carries a weak label set.
@@ -132,6 +137,16 @@ func (b *Bag) Validate(dim, classes int) error {
 		}
 		if i > 0 && l <= b.Labels[i-1] {
 			return fmt.Errorf("bag %q: %w", b.ID, ErrLabelOrder)
+		}
+	}
+	if b.Holistic != nil {
+		if dim > 0 && len(b.Holistic) != dim {
+			return fmt.Errorf("bag %q holistic vector: %w (got %d, want %d)", b.ID, ErrDimension, len(b.Holistic), dim)
+		}
+		for j, v := range b.Holistic {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("bag %q holistic feature %d: %w", b.ID, j, ErrNonFinite)
+			}
 		}
 	}
 	if b.InstanceLabels != nil {

@@ -54,10 +54,9 @@ type truth struct {
 
 // Data is a manifest made into a dataset, with the truth its scores need.
 type Data struct {
+	// Dataset's bags carry their photo's holistic vector (mil.Bag.Holistic).
 	Dataset *mil.Dataset
-	// Holistic[i] is bag i's whole photo through the same features.
-	Holistic [][]float64
-	truth    map[string]*truth
+	truth   map[string]*truth
 }
 
 // Build reads the manifest at path and featurizes every photo.
@@ -84,7 +83,7 @@ func Build(ctx context.Context, path string, opt Options) (*Data, error) {
 		name += " (ground-truth regions)"
 	}
 	d := &Data{Dataset: &mil.Dataset{Name: name, Classes: classes, Dim: imagefeat.Dim, Bags: make([]mil.Bag, len(lines))},
-		Holistic: make([][]float64, len(lines)), truth: make(map[string]*truth, len(lines))}
+		truth: make(map[string]*truth, len(lines))}
 	truths := make([]*truth, len(lines))
 	workers := opt.Workers
 	if workers <= 0 {
@@ -202,7 +201,7 @@ func (d *Data) build(i int, l Line, dir string, index map[string]int, opt Option
 		return nil, err
 	}
 	b.Instances = res.Instances
-	d.Holistic[i] = res.Holistic
+	b.Holistic = res.Holistic
 	t.pixels = res.Segmentation.Pixels()
 	// An instance's label, for the supervised upper bound only: the class
 	// most of its non-void pixels have (Unlabeled if none has one).

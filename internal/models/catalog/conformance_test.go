@@ -97,6 +97,11 @@ func checkEnumValues(t *testing.T, reg *models.Registry, kind models.Kind, train
 					p = models.Params{}
 				}
 				p[s.Name] = v
+				train, test := train, test
+				if kind.Name == "mier" && s.Name == "holistic" && v == "bag" {
+					// The value reads each bag's own whole vector.
+					train, test = withHolistic(train), withHolistic(&mil.Dataset{Bags: test}).Bags
+				}
 				m, err := kind.Fit(context.Background(), train, models.FitOptions{Seed: 1, Workers: 1, Params: p})
 				if err != nil {
 					t.Fatalf("declared value %s=%s: fit: %v", s.Name, v, err)
@@ -150,7 +155,7 @@ func checkMeta(t *testing.T, kind models.Kind, m models.Model, train *mil.Datase
 // query is a bag as an annotator sees it: no instance labels, and no label
 // set in inductive mode.
 func query(b mil.Bag, mode models.Mode) mil.Bag {
-	q := mil.Bag{ID: b.ID, Instances: b.Instances}
+	q := mil.Bag{ID: b.ID, Instances: b.Instances, Holistic: b.Holistic} // the holistic vector is input, not an answer
 	if mode == models.Transductive {
 		q.Labels = b.Labels
 	}
@@ -392,4 +397,20 @@ func checkExplicitDefaults(t *testing.T, kind models.Kind, train *mil.Dataset, t
 	if got := annotateAll(t, m, test); !reflect.DeepEqual(got, want) {
 		t.Errorf("fit with every declared default given (%v) %s", p, firstDiff(got, want, test))
 	}
+}
+
+// withHolistic returns a copy of d whose bags carry a holistic vector (the
+// last instance doubled), as photos featurized whole do.
+func withHolistic(d *mil.Dataset) *mil.Dataset {
+	out := *d
+	out.Bags = slices.Clone(d.Bags)
+	for i := range out.Bags {
+		b := &out.Bags[i]
+		x := b.Instances[len(b.Instances)-1]
+		b.Holistic = make([]float64, len(x))
+		for j, v := range x {
+			b.Holistic[j] = 2 * v
+		}
+	}
+	return &out
 }

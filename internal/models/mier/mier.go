@@ -44,8 +44,8 @@ func ParamSpecs() []models.ParamSpec {
 			Doc: "projection: one W from the pooled training instances, one per bag, or none (the holistic vector itself)"},
 		{Name: "classifier", Type: models.ParamEnum, Values: []string{ClassifierSVM, ClassifierKNN}, Default: ClassifierSVM,
 			Doc: "one-vs-rest RBF C-SVM, or k-nearest-neighbour vote (knn neighbours)"},
-		{Name: "holistic", Type: models.ParamEnum, Values: []string{HolisticMean, HolisticMedian, HolisticMax}, Default: HolisticMean,
-			Doc: "holistic vector of a bag: per-feature mean, median or max of its instances"},
+		{Name: "holistic", Type: models.ParamEnum, Values: []string{HolisticMean, HolisticMedian, HolisticMax, HolisticBag}, Default: HolisticMean,
+			Doc: "holistic vector of a bag: per-feature mean, median or max of its instances, or the bag's own (bag: a photo's whole-image features; a bag without one is refused)"},
 		{Name: "projection", Type: models.ParamEnum, Values: []string{ProjectionL1, ProjectionPCA}, Default: ProjectionL1,
 			Doc: "shared mode: the paper's l1-norm ratio maximisation, or the top-r principal subspace (an ablation)"},
 		{Name: "fiton", Type: models.ParamEnum, Values: []string{FitInstances, FitHolistic}, Default: FitInstances,
@@ -86,6 +86,10 @@ const (
 	HolisticMean   = "mean"
 	HolisticMedian = "median"
 	HolisticMax    = "max"
+	// HolisticBag reads the bag's own holistic vector (mil.Bag.Holistic):
+	// the whole photo through the featurizer that cut it into regions,
+	// the whole-image descriptor the paper assumes.
+	HolisticBag = "bag"
 )
 
 // Projections learned in shared mode.
@@ -197,9 +201,9 @@ func (c config) validate(dim int) error {
 		return fmt.Errorf("mier: classifier %q (want knn or svm)", c.Classifier)
 	}
 	switch c.Holistic {
-	case HolisticMean, HolisticMedian, HolisticMax:
+	case HolisticMean, HolisticMedian, HolisticMax, HolisticBag:
 	default:
-		return fmt.Errorf("mier: holistic %q (want mean, median or max)", c.Holistic)
+		return fmt.Errorf("mier: holistic %q (want mean, median, max or bag)", c.Holistic)
 	}
 	switch c.Projection {
 	case ProjectionL1, ProjectionPCA:
@@ -328,7 +332,9 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models
 		if cfg.FitOn == FitHolistic {
 			pool := make([][]float64, len(bags))
 			for i, g := range groups {
-				pool[i] = holistic(g, cfg.Holistic)
+				if pool[i], err = m.holisticOf(bags[i], g); err != nil {
+					return nil, fmt.Errorf("mier fit: %w", err)
+				}
 			}
 			groups = [][][]float64{pool}
 		}
@@ -354,7 +360,7 @@ func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (models
 	reps := make([][]float64, len(bags))
 	labels := make([][]int, len(bags))
 	err = parallelFor(ctx, len(bags), workers, func(i int) error {
-		y, err := m.represent(ctx, bags[i].Instances)
+		y, err := m.represent(ctx, bags[i])
 		reps[i], labels[i] = y, append([]int{}, bags[i].Labels...)
 		return err
 	})
@@ -488,7 +494,7 @@ func (m *Model) Annotate(ctx context.Context, b *mil.Bag, _ models.Mode) (models
 	if err := b.Validate(m.meta.Dim, 0); err != nil {
 		return models.Annotation{}, fmt.Errorf("mier: %w: %w", models.ErrBadInput, err)
 	}
-	y, err := m.represent(ctx, b.Instances)
+	y, err := m.represent(ctx, b)
 	if err != nil {
 		return models.Annotation{}, err
 	}
@@ -525,12 +531,15 @@ func (m *Model) Represent(ctx context.Context, b *mil.Bag) ([]float64, error) {
 	if err := b.Validate(m.meta.Dim, 0); err != nil {
 		return nil, fmt.Errorf("mier: %w: %w", models.ErrBadInput, err)
 	}
-	return m.represent(ctx, b.Instances)
+	return m.represent(ctx, b)
 }
 
-func (m *Model) represent(ctx context.Context, instances [][]float64) ([]float64, error) {
-	z := m.standardize(instances)
-	x := holistic(z, m.st.Config.Holistic)
+func (m *Model) represent(ctx context.Context, b *mil.Bag) ([]float64, error) {
+	z := m.standardize(b.Instances)
+	x, err := m.holisticOf(b, z)
+	if err != nil {
+		return nil, err
+	}
 	var w *mat.Dense
 	switch m.st.Config.Mode {
 	case ModeNone:
@@ -636,6 +645,19 @@ func standardizer(bags []*mil.Bag, d int, on bool) (shift, scale []float64) {
 		}
 	}
 	return shift, scale
+}
+
+// holisticOf returns bag b's holistic vector, standardized as its
+// instances z are: the bag's own (holistic=bag) or one built from z.
+func (m *Model) holisticOf(b *mil.Bag, z [][]float64) ([]float64, error) {
+	if m.st.Config.Holistic != HolisticBag {
+		return holistic(z, m.st.Config.Holistic), nil
+	}
+	if len(b.Holistic) != len(m.st.Shift) {
+		return nil, fmt.Errorf("mier: %w: bag %q has %d holistic features, want %d (holistic=bag needs the bag's own whole-image vector)",
+			models.ErrBadInput, b.ID, len(b.Holistic), len(m.st.Shift))
+	}
+	return m.standardize([][]float64{b.Holistic})[0], nil
 }
 
 // holistic builds the whole-image vector from the instances. The public MIML
