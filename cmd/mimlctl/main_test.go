@@ -76,7 +76,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"broker", "--help"}, []string{"Usage: mimlctl broker", `--port port`, `(default "9092")`, "$MIMLSTREAM_MIMLCTL_BROKER_USER"}},
 		{[]string{"tail", "--help"}, []string{"Usage: mimlctl tail TOPIC", "--follow", "--json", "--kafka-sasl-mechanism", "$MIMLSTREAM_MIMLCTL_TAIL_BROKERS"}},
 		{[]string{"models", "--help"}, []string{"Actions:", "promote", "rollback", "delete", "export", "import", "$MIMLSTREAM_MIMLCTL_MODELS_REDIS"}},
-		{[]string{"models", "promote", "--help"}, []string{"Usage: mimlctl models promote VERSION", "--force", "$MIMLSTREAM_MIMLCTL_MODELS_REGISTRY_PREFIX"}},
+		{[]string{"models", "promote", "--help"}, []string{"Usage: mimlctl models promote VERSION", "--force", "$MIMLSTREAM_MIMLCTL_MODELS_PROMOTE_FORCE", "$MIMLSTREAM_MIMLCTL_MODELS_REGISTRY_PREFIX"}},
 		{[]string{"models", "export", "-h"}, []string{"--out file"}},
 		{[]string{"models", "list", "--help"}, []string{"--json"}},
 		{[]string{"status", "--help"}, []string{"Usage: mimlctl status", "--retrainer URL", "--group", "$MIMLSTREAM_MIMLCTL_STATUS_LISTEN"}},
@@ -532,7 +532,7 @@ func TestModels(t *testing.T) {
 	}{
 		{[]string{again.Version}, 1, "is current"},
 		{[]string{again.Version, "--force"}, 1, "is current"},
-		{[]string{mscv2.Version}, 1, "is previous (force to delete it anyway)"},
+		{[]string{mscv2.Version}, 1, "is previous; --force deletes it anyway"},
 		{[]string{"current"}, 2, "not the alias"},
 		{nil, 2, "needs VERSION"},
 		{[]string{"v999"}, 1, "not found"},

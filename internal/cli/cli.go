@@ -30,6 +30,19 @@ func EnvName(cmd, flagName string) string {
 // variable of each flag. cmd names the command in the variables (empty for
 // variables shared by all commands is not supported: names must be unique).
 func NewFlagSet(cmd, synopsis string, out io.Writer) *flag.FlagSet {
+	return NewFlagSetEnv(cmd, synopsis, out, func(f string) string { return EnvName(cmd, f) })
+}
+
+// EnvNames returns the environment variable of a flag, for a flag set
+// whose flags do not all take the flag set's prefix: a subcommand's own
+// flags beside those it shares with its siblings (`mimlctl models
+// promote --force` is MIMLSTREAM_MIMLCTL_MODELS_PROMOTE_FORCE, its --redis
+// MIMLSTREAM_MIMLCTL_MODELS_REDIS, as every action's).
+type EnvNames func(flagName string) string
+
+// NewFlagSetEnv is NewFlagSet with the variables named by env; parse it
+// with ParseEnv and the same env.
+func NewFlagSetEnv(cmd, synopsis string, out io.Writer, env EnvNames) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -44,7 +57,7 @@ func NewFlagSet(cmd, synopsis string, out io.Writer) *flag.FlagSet {
 			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
 				fmt.Fprintf(out, " (default %q)", f.DefValue)
 			}
-			fmt.Fprintf(out, "\n    \t[$%s]\n", EnvName(cmd, f.Name))
+			fmt.Fprintf(out, "\n    \t[$%s]\n", env(f.Name))
 		})
 	}
 	return fs
@@ -55,10 +68,15 @@ func NewFlagSet(cmd, synopsis string, out io.Writer) *flag.FlagSet {
 // printing usage, so callers can exit 0; any other error is a usage error
 // (ErrUsage), a bad value in the environment included.
 func Parse(fs *flag.FlagSet, args []string) error {
-	return Usage(parse(fs, args, os.LookupEnv))
+	return ParseEnv(fs, args, func(f string) string { return EnvName(fs.Name(), f) })
 }
 
-func parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {
+// ParseEnv is Parse for a flag set made by NewFlagSetEnv with env.
+func ParseEnv(fs *flag.FlagSet, args []string, env EnvNames) error {
+	return Usage(parse(fs, args, env, os.LookupEnv))
+}
+
+func parse(fs *flag.FlagSet, args []string, envName EnvNames, lookup func(string) (string, bool)) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,7 +87,7 @@ func parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) 
 		if set[f.Name] {
 			return
 		}
-		env := EnvName(fs.Name(), f.Name)
+		env := envName(f.Name)
 		if v, ok := lookup(env); ok {
 			if err := fs.Set(f.Name, v); err != nil {
 				errs = append(errs, fmt.Errorf("$%s=%q: %w", env, v, err))

@@ -27,7 +27,7 @@ func TestParseEnv(t *testing.T) {
 			fs := NewFlagSet("annotator", "test", io.Discard)
 			b := fs.String("brokers", "a", "")
 			fs.Int("workers", 1, "")
-			err := parse(fs, tc.args, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			err := parse(fs, tc.args, func(f string) string { return EnvName(fs.Name(), f) }, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v", err)
 			}
@@ -40,7 +40,7 @@ func TestParseEnv(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	fs := NewFlagSet("ingest", "test", io.Discard)
-	if err := parse(fs, []string{"--help"}, func(string) (string, bool) { return "", false }); !errors.Is(err, flag.ErrHelp) {
+	if err := parse(fs, []string{"--help"}, func(f string) string { return EnvName(fs.Name(), f) }, func(string) (string, bool) { return "", false }); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want ErrHelp", err)
 	}
 }

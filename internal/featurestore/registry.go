@@ -292,11 +292,25 @@ func matchEnvelope(meta VersionMeta, env models.Meta) error {
 	return nil
 }
 
+// ErrMalformedVersion is matched by the error of a version id that is not
+// v<N>: an operator's mistake (a usage error to a command), not a version
+// that went missing. The error matches ErrNotFound too: no such version
+// can exist.
+var ErrMalformedVersion = errors.New("malformed version")
+
+type malformedVersion string
+
+func (v malformedVersion) Error() string {
+	return fmt.Sprintf("malformed version %q (want v<N>, such as v1, or an alias: %s)", string(v), strings.Join(Aliases, ", "))
+}
+
+func (malformedVersion) Is(target error) bool { return target == ErrMalformedVersion || target == ErrNotFound }
+
 // parseVersion returns N for "vN" (N >= 1).
 func parseVersion(v string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimPrefix(v, "v"), 10, 64)
 	if !strings.HasPrefix(v, "v") || err != nil || n < 1 || "v"+strconv.FormatInt(n, 10) != v {
-		return 0, fmt.Errorf("malformed version %q (want v<N>): %w", v, ErrNotFound)
+		return 0, malformedVersion(v)
 	}
 	return n, nil
 }
@@ -631,7 +645,7 @@ func (r *Registry) Delete(ctx context.Context, version string, force bool) error
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("%s: %w", version, ErrNotFound)
+			return ErrNotFound // the caller's error names the version
 		}
 		al, err := tx.MGet(ctx, cur, prev, cand).Result()
 		if err != nil {
@@ -642,7 +656,7 @@ func (r *Registry) Delete(ctx context.Context, version string, force bool) error
 			return err
 		}
 		if s, _ := al[0].(string); s == version {
-			return fmt.Errorf("%w: %s is current; promote or roll back to another version first", ErrInUse, version)
+			return fmt.Errorf("%w: it is current; promote or roll back to another version first", ErrInUse)
 		}
 		var uses []string
 		if s, _ := al[1].(string); s == version {
@@ -656,7 +670,7 @@ func (r *Registry) Delete(ctx context.Context, version string, force bool) error
 			uses = append(uses, "rollback history")
 		}
 		if len(uses) > 0 && !force {
-			return fmt.Errorf("%w: %s is %s (force to delete it anyway)", ErrInUse, version, strings.Join(uses, " and "))
+			return fmt.Errorf("%w: it is %s", ErrInUse, strings.Join(uses, " and "))
 		}
 		rest := slices.DeleteFunc(slices.Clone(h), func(v string) bool { return v == version })
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {

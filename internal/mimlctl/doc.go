@@ -21,8 +21,9 @@ import (
 
 // parseArgs parses flags that may come before, between or after the
 // positional arguments (`models promote v3 --force`), then fills unset
-// flags from the environment. It returns the positional arguments.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+// flags from the environment (variables named by env; nil: the flag
+// set's prefix). It returns the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string, env cli.EnvNames) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -35,7 +36,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-	if err := cli.Parse(fs, nil); err != nil {
+	if env == nil {
+		env = func(f string) string { return cli.EnvName(fs.Name(), f) }
+	}
+	if err := cli.ParseEnv(fs, nil, env); err != nil {
 		return nil, err
 	}
 	return pos, nil

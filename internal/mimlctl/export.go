@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
@@ -16,7 +17,10 @@ import (
 
 // exportFormat names the export file format; import refuses other
 // versions of it.
-const exportFormat = "mimlstream.model-export/v1"
+const exportFormat = exportFormatName + "/v1"
+
+// exportFormatName is the export format without its version.
+const exportFormatName = "mimlstream.model-export"
 
 // exportFile is an exported model version: the registry's metadata and the
 // blob, byte for byte (base64 in JSON), so its checksum can be verified on
@@ -55,7 +59,11 @@ func decodeImport(data []byte, kinds *models.Registry) ([]byte, featurestore.Ver
 		blob []byte
 		meta featurestore.VersionMeta
 	)
-	if head.Format != nil {
+	// An export names its format; anything else is taken as a bare model
+	// envelope (whose own "format" is the envelope's), which the catalog
+	// decodes or refuses below.
+	export := head.Format != nil && strings.HasPrefix(*head.Format, exportFormatName+"/")
+	if export {
 		if *head.Format != exportFormat {
 			return nil, meta, fmt.Errorf("%w: format %q, want %q", errImport, *head.Format, exportFormat)
 		}
@@ -81,7 +89,7 @@ func decodeImport(data []byte, kinds *models.Registry) ([]byte, featurestore.Ver
 		return nil, meta, fmt.Errorf("%w: the model does not decode: %w", errImport, err)
 	}
 	mm := m.Meta()
-	if head.Format != nil {
+	if export {
 		// Put checks the blob's envelope against meta too; checking the
 		// decoded model as well catches an envelope that lies about it.
 		if meta.Kind != mm.Kind || meta.Dim != mm.Dim || !slices.Equal(meta.Classes, mm.Classes) {

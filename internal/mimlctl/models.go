@@ -63,6 +63,9 @@ type modelsEnv struct {
 	kinds *models.Registry
 	reg   Registry
 	opts  modelOpts
+	// where names the registry (address and prefix), for an answer that
+	// could come from looking in the wrong place.
+	where string
 }
 
 func modelActions() []modelAction {
@@ -115,12 +118,9 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 			}
 		}
 	}
-	// One environment prefix for every action: MIMLSTREAM_MIMLCTL_MODELS_REDIS
-	// reaches them all.
-	const fsName = "mimlctl-models"
 	if act == nil {
 		// No action, or --help: the actions, and the flags they share.
-		fs := cli.NewFlagSet(fsName, modelsSynopsis(), env.Stderr)
+		fs := cli.NewFlagSet("mimlctl-models", modelsSynopsis(), env.Stderr)
 		var rc redisflag.Config
 		var o modelOpts
 		registerCommon(fs, &rc, &o)
@@ -138,22 +138,35 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 		argText = act.args + " "
 	}
 	synopsis := fmt.Sprintf("Usage: mimlctl models %s %s[flags]\n\n%s.", act.name, argText, strings.ToUpper(act.summary[:1])+act.summary[1:])
-	fs := cli.NewFlagSet(fsName, synopsis, env.Stderr)
+	// The flags every action shares have one variable for them all
+	// (MIMLSTREAM_MIMLCTL_MODELS_REDIS, _VERIFY_KEY: set once, they reach
+	// every action); an action's own flags have their own, named after it
+	// (MIMLSTREAM_MIMLCTL_MODELS_PROMOTE_FORCE), so a variable set for one
+	// action never changes what another does.
+	var common flag.FlagSet
 	var rc redisflag.Config
 	m := &modelsEnv{env: env, kinds: kinds}
+	registerCommon(&common, &rc, &m.opts)
+	envNames := func(f string) string {
+		if common.Lookup(f) != nil {
+			return cli.EnvName("mimlctl-models", f)
+		}
+		return cli.EnvName("mimlctl-models-"+act.name, f)
+	}
+	fs := cli.NewFlagSetEnv("mimlctl-models", synopsis, env.Stderr, envNames)
 	registerCommon(fs, &rc, &m.opts)
 	if act.flags != nil {
 		act.flags(fs, &m.opts)
 	}
-	pos, err := parseArgs(fs, args[1:])
+	pos, err := parseArgs(fs, args[1:], envNames)
 	if err != nil {
 		return err
 	}
 	if len(pos) != act.nargs {
 		if act.nargs == 0 {
-			return cli.Usagef("models %s takes no arguments, got %q", act.name, pos)
+			return cli.Usagef("models %s takes no arguments, got %s", act.name, argsText(pos))
 		}
-		return cli.Usagef("models %s needs %s, got %q", act.name, act.args, pos)
+		return cli.Usagef("models %s needs %s, got %s", act.name, act.args, argsText(pos))
 	}
 	o, err := rc.Options()
 	if err != nil {
@@ -173,7 +186,26 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 	}
 	defer rdb.Close()
 	m.reg = featurestore.NewRegistry(rdb, rc.RegistryPrefix, regOpts...)
-	return act.run(ctx, m, pos)
+	m.where = fmt.Sprintf("Redis %s db %d, prefix %q", strings.Join(o.Addrs(), ","), o.DB, rc.RegistryPrefix)
+	err = act.run(ctx, m, pos)
+	if errors.Is(err, featurestore.ErrMalformedVersion) {
+		// A version id that cannot exist is a mistake on the command
+		// line, not a version gone missing.
+		return cli.Usage(err)
+	}
+	return err
+}
+
+// argsText shows positional arguments as typed: none, or each quoted.
+func argsText(pos []string) string {
+	if len(pos) == 0 {
+		return "none"
+	}
+	q := make([]string, len(pos))
+	for i, p := range pos {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	return strings.Join(q, " ")
 }
 
 func registerCommon(fs *flag.FlagSet, rc *redisflag.Config, o *modelOpts) {
@@ -243,7 +275,7 @@ func listModels(ctx context.Context, m *modelsEnv, _ []string) error {
 		return writeJSON(m.env.Stdout, vs)
 	}
 	if len(vs) == 0 {
-		fmt.Fprintln(m.env.Stdout, "no model versions stored")
+		fmt.Fprintf(m.env.Stdout, "no model versions stored (%s)\n", m.where)
 		return nil
 	}
 	tw := tabwriter.NewWriter(m.env.Stdout, 0, 4, 2, ' ', 0)
@@ -498,6 +530,9 @@ func deleteModel(ctx context.Context, m *modelsEnv, pos []string) error {
 		return err
 	}
 	if err := m.reg.Delete(ctx, v, m.opts.force); err != nil {
+		if errors.Is(err, featurestore.ErrInUse) && !m.opts.force && !slices.Contains(am[v], featurestore.AliasCurrent) {
+			return fmt.Errorf("%w; --force deletes it anyway", err)
+		}
 		return err
 	}
 	res := Deleted{Deleted: v, Aliases: am[v]}

@@ -37,7 +37,7 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 	follow := fs.Bool("follow", false, "print only new messages, until interrupted")
 	asJSON := fs.Bool("json", false, "print each message's value as is (one JSON document a line)")
 	limit := fs.Int("max", 0, "stop after this many messages (0: no limit)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestModelsOperatorConventions holds `mimlctl models` to the README's
+// conventions where an operator's mistakes land: a malformed version or a
+// wrong count of arguments is a usage error (exit 2) said without Go
+// syntax; a message names a version once; a refusal names the flag that
+// overrides it; each action's flags have their own environment variables
+// (promote's --force does not force deletes); an empty registry says where
+// it looked; a bare model envelope imports, as --help promises.
+func TestModelsOperatorConventions(t *testing.T) {
+	r := newRegistryEnv(t)
+	ctx := t.Context()
+	models := func(args ...string) (int, string, string) {
+		return runCmd(ctx, append(append([]string{"models"}, args...), r.flags...)...)
+	}
+	if code, stdout, _ := models("list"); code != 0 || !strings.Contains(stdout, r.prefix) || !strings.Contains(stdout, r.flags[1]) {
+		t.Errorf("list of an empty registry: exit %d, %q; want it to name the Redis address %s and the prefix", code, stdout, r.flags[1])
+	}
+	first := r.fit(t, "../../testdata/mscv2/MSCV2.mat", "dummy", true)
+	second := r.fit(t, "../../testdata/mscv2/MSCV2.mat", "dummy", true) // first is previous now
+
+	for _, args := range [][]string{{"show", "1"}, {"show", "V1"}, {"show"}, {"show", "v1", "v2"}, {"promote", "latest"}, {"list", "extra"}} {
+		code, _, stderr := models(args...)
+		if code != 2 || strings.ContainsAny(stderr, "[]") {
+			t.Errorf("models %q: exit %d, stderr %q; want 2 (usage) and no Go slice syntax", args, code, stderr)
+		}
+	}
+	code, _, stderr := models("delete", "v99")
+	if code != 1 || strings.Count(stderr, "v99") != 1 || !strings.Contains(stderr, "not found") {
+		t.Errorf("delete v99: exit %d, stderr %q; want 1, naming v99 once, not found", code, stderr)
+	}
+	code, _, stderr = models("delete", first.Version)
+	if code != 1 || !strings.Contains(stderr, "--force") || strings.Contains(stderr, "(force to") {
+		t.Errorf("delete of the previous version: exit %d, stderr %q; want 1 and the flag --force named", code, stderr)
+	}
+	t.Logf("delete of previous: %s", strings.TrimSpace(stderr))
+
+	// One variable per flag of each action: a forced promotion's variable
+	// leaves deletes guarded.
+	t.Setenv("MIMLSTREAM_MIMLCTL_MODELS_PROMOTE_FORCE", "true")
+	if code, _, stderr := models("delete", first.Version); code != 1 || !strings.Contains(stderr, "previous") {
+		t.Errorf("delete with MIMLSTREAM_MIMLCTL_MODELS_PROMOTE_FORCE set: exit %d, %q; want it refused", code, stderr)
+	}
+	if _, _, stderr := models("delete", "--help"); !strings.Contains(stderr, "$MIMLSTREAM_MIMLCTL_MODELS_DELETE_FORCE") {
+		t.Errorf("delete --help does not name its own variable:\n%s", stderr)
+	}
+	t.Setenv("MIMLSTREAM_MIMLCTL_MODELS_DELETE_FORCE", "true")
+	if code, stdout, stderr := models("delete", first.Version); code != 0 {
+		t.Errorf("delete with MIMLSTREAM_MIMLCTL_MODELS_DELETE_FORCE set: exit %d, %q %q", code, stdout, stderr)
+	}
+
+	// A bare model envelope (what `retrainer fit` builds) imports.
+	blob, _, err := r.reg.Get(ctx, second.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "model.json")
+	if err := os.WriteFile(file, blob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := models("import", file); code != 0 || !strings.Contains(stdout, "imported as v3") {
+		t.Errorf("import of a bare envelope: exit %d, %q %q", code, stdout, stderr)
+	}
+}
