@@ -89,14 +89,21 @@ type ParamSpec struct {
 	Default string
 	// Doc is one line saying what the parameter does.
 	Doc string
+	// Range is a number's declared range (">= 0", "in (0,1]"), checked
+	// when the model binds it (Decl.Check); "" when it has none.
+	Range string
 }
 
-// TypeString renders the type for people: "enum(a|b)" for an enum.
+// TypeString renders the type for people: "enum(a|b)" for an enum, the
+// range after a number's type with no space ("float(0,1]", "int>=1").
 func (s ParamSpec) TypeString() string {
 	if s.Type == ParamEnum {
 		return "enum(" + strings.Join(s.Values, "|") + ")"
 	}
-	return string(s.Type)
+	if s.Range == "finite" {
+		return string(s.Type) + "(finite)"
+	}
+	return string(s.Type) + strings.ReplaceAll(strings.TrimPrefix(s.Range, "in "), " ", "")
 }
 
 // Check reports whether v is a value of the parameter's type.

@@ -2,8 +2,6 @@ package orlr
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/solver/ovr"
@@ -98,148 +96,69 @@ func DefaultConfig() Config {
 		MTol: 1e-4, Scale: string(ovr.ScaleZScore)}
 }
 
-// ParamSpecs declares the keys ParseConfig reads, with DefaultConfig's
-// values.
-func ParamSpecs() []models.ParamSpec {
-	d := DefaultConfig()
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return []models.ParamSpec{
-		{Name: "l2", Type: models.ParamFloat, Default: f(d.L2), Doc: "L2 weight on the mean log-likelihood (bias not penalised), >= 0 (default 1e-4 with kernel=rbf; on sparse data chosen by select=cv; the paper's 0)"},
-		{Name: "iters", Type: models.ParamInt, Default: strconv.Itoa(d.Iters), Doc: "EM iterations (the paper's 50)"},
-		{Name: "tol", Type: models.ParamFloat, Default: f(d.Tol), Doc: "stop when the relative log-likelihood gain is below it (0: run every iteration)"},
-		{Name: "estep", Type: models.ParamEnum, Values: []string{string(FAS), string(Forward)}, Default: string(d.EStep),
-			Doc: "E-step: forward-and-substitution (Algorithm 2) or the forward algorithm (Algorithm 1, a cross-check)"},
-		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelLinear, KernelRBF}, Default: d.Kernel, Doc: "instance features: linear, or RBF kernel vectors against a dictionary"},
-		{Name: "kernel_s", Type: models.ParamFloat, Default: f(d.KernelS), Doc: "RBF width: delta = s x mean squared pairwise distance, > 0"},
-		{Name: "dict_frac", Type: models.ParamFloat, Default: f(d.DictFrac), Doc: "RBF: fraction of training instances in the kernel dictionary, in (0,1]"},
-		{Name: "subset", Type: models.ParamFloat, Default: f(d.Subset), Doc: "stochastic subset: fraction of bags per EM iteration (eq. 29), in (0,1]"},
-		{Name: "prune", Type: models.ParamFloat, Default: f(d.Prune), Doc: "pruning: fraction of bags with the largest n|Y|2^|Y| dropped, in [0,1)"},
-		{Name: "max_labels", Type: models.ParamInt, Default: strconv.Itoa(d.MaxLabels),
-			Doc: "largest bag label set the exact E-step accepts, in [1," + strconv.Itoa(hardMaxLabels) + "] (memory 2^max_labels per worker)"},
-		{Name: "mstep", Type: models.ParamEnum, Values: []string{MStepLBFGS, MStepGD}, Default: d.MStep,
-			Doc: "M-step optimizer: L-BFGS to mtol (the default) or backtracking gradient ascent (gd, the paper's)"},
-		{Name: "msteps", Type: models.ParamInt, Default: strconv.Itoa(d.MSteps), Doc: "at most this many iterations per M-step (default 10 with lbfgs, 100 with lbfgs and kernel=rbf, 30 with gd)"},
-		{Name: "mtol", Type: models.ParamFloat, Default: f(d.MTol), Doc: "stop an M-step when an iteration gains at most mtol x max(1,|objective|) (default 1e-4 with lbfgs, 0 with gd)"},
-		{Name: "scale", Type: models.ParamEnum, Values: []string{"zscore", "none", "unit", "zunit", "minmax"}, Default: d.Scale,
-			Doc: "feature transform fitted on the training instances, stored in the model (none: raw features, the paper's)"},
-		{Name: "unknown", Type: models.ParamBool, Default: "false", Doc: "add a class \"unknown\" allowed in every bag, so instances of no known class and empty label sets are valid"},
-		{Name: "select", Type: models.ParamEnum, Values: []string{SelectCV, SelectNone},
-			Doc: "cv: choose l2 among 1e-3, 1e-4, 1e-5, 0 by inner 3-fold CV on the training bags unless l2 is given (default for sparse data with kernel=linear); none: the given or default l2 (default for dense data)"},
+// params declares every key of Config once: its type, range, doc and the
+// field it sets. ParamSpecs, ParseConfig, Validate and Params all read it.
+func params() models.Decls[Config] {
+	return models.Decls[Config]{
+		models.Float("l2", func(c *Config) *float64 { return &c.L2 },
+			"L2 weight on the mean log-likelihood, bias not penalised (default 1e-4 with kernel=rbf; on sparse data chosen by select=cv; the paper's 0)").AtLeast(0),
+		models.Int("iters", func(c *Config) *int { return &c.Iters }, "EM iterations (the paper's 50)").AtLeast(0),
+		models.Float("tol", func(c *Config) *float64 { return &c.Tol }, "stop when the relative log-likelihood gain is below it (0: run every iteration)").AtLeast(0),
+		models.Enum("estep", func(c *Config) *Algorithm { return &c.EStep }, []Algorithm{FAS, Forward},
+			"E-step: forward-and-substitution (Algorithm 2) or the forward algorithm (Algorithm 1, a cross-check)"),
+		models.Enum("kernel", func(c *Config) *string { return &c.Kernel }, []string{KernelLinear, KernelRBF},
+			"instance features: linear, or RBF kernel vectors against a dictionary"),
+		models.Float("kernel_s", func(c *Config) *float64 { return &c.KernelS }, "RBF width: delta = s x mean squared pairwise distance").Above(0),
+		models.Float("dict_frac", func(c *Config) *float64 { return &c.DictFrac }, "RBF: fraction of training instances in the kernel dictionary").Above(0).AtMost(1),
+		models.Float("subset", func(c *Config) *float64 { return &c.Subset }, "stochastic subset: fraction of bags per EM iteration (eq. 29)").Above(0).AtMost(1),
+		models.Float("prune", func(c *Config) *float64 { return &c.Prune }, "pruning: fraction of bags with the largest n|Y|2^|Y| dropped").AtLeast(0).Below(1),
+		models.Int("max_labels", func(c *Config) *int { return &c.MaxLabels },
+			"largest bag label set the exact E-step accepts (memory 2^max_labels per worker)").AtLeast(1).AtMost(hardMaxLabels).Note("memory is 2^max_labels per worker"),
+		models.Enum("mstep", func(c *Config) *string { return &c.MStep }, []string{MStepLBFGS, MStepGD},
+			"M-step optimizer: L-BFGS to mtol (the default) or backtracking gradient ascent (gd, the paper's)"),
+		models.Int("msteps", func(c *Config) *int { return &c.MSteps },
+			"at most this many iterations per M-step (default 10 with lbfgs, 100 with lbfgs and kernel=rbf, 30 with gd)").AtLeast(1),
+		models.Float("mtol", func(c *Config) *float64 { return &c.MTol },
+			"stop an M-step when an iteration gains at most mtol x max(1,|objective|) (default 1e-4 with lbfgs, 0 with gd)").AtLeast(0),
+		models.Enum("scale", func(c *Config) *ovr.Scaling { return (*ovr.Scaling)(&c.Scale) }, ovr.Scalings,
+			"feature transform fitted on the training instances, stored in the model (none: raw features, the paper's)"),
+		models.Bool("unknown", func(c *Config) *bool { return &c.Unknown },
+			"add a class \"unknown\" allowed in every bag, so instances of no known class and empty label sets are valid"),
+		models.Enum("select", func(c *Config) *string { return &c.Select }, []string{SelectCV, SelectNone},
+			"cv: choose l2 among 1e-3, 1e-4, 1e-5, 0 by inner 3-fold CV on the training bags unless l2 is given (default for sparse data with kernel=linear); none: the given or default l2 (default for dense data)").Optional(),
 	}
 }
+
+// ParamSpecs declares the keys ParseConfig reads, with DefaultConfig's
+// values.
+func ParamSpecs() []models.ParamSpec { return params().Specs(DefaultConfig()) }
 
 // ParseConfig reads the model parameters; absent keys keep their defaults.
 func ParseConfig(p models.Params) (Config, error) {
 	c := DefaultConfig()
-	var err error
 	// The L2 weight defaults by kernel: the RBF model's weights act on
 	// hundreds of kernel features in (0, 1], where 2e-3 shrinks too much
 	// (MSCV2, dict_frac 0.5: 57.0% inductive; 1e-4: 64.4%).
 	if p.String("kernel", c.Kernel) == KernelRBF {
 		c.L2, c.MSteps = defaultKernelL2, defaultKernelMSteps
 	}
-	if c.L2, err = p.Float("l2", c.L2); err != nil {
-		return c, err
-	}
-	if c.Iters, err = p.Int("iters", c.Iters); err != nil {
-		return c, err
-	}
-	if c.Tol, err = p.Float("tol", c.Tol); err != nil {
-		return c, err
-	}
-	c.EStep = Algorithm(p.String("estep", string(c.EStep)))
-	c.Kernel = p.String("kernel", c.Kernel)
-	if c.KernelS, err = p.Float("kernel_s", c.KernelS); err != nil {
-		return c, err
-	}
-	if c.DictFrac, err = p.Float("dict_frac", c.DictFrac); err != nil {
-		return c, err
-	}
-	if c.Subset, err = p.Float("subset", c.Subset); err != nil {
-		return c, err
-	}
-	if c.Prune, err = p.Float("prune", c.Prune); err != nil {
-		return c, err
-	}
-	if c.MaxLabels, err = p.Int("max_labels", c.MaxLabels); err != nil {
-		return c, err
-	}
-	c.Scale = p.String("scale", c.Scale)
-	if c.Unknown, err = p.Bool("unknown", c.Unknown); err != nil {
-		return c, err
-	}
-	c.Select = p.String("select", c.Select)
 	// The gradient-ascent M-step defaults to the paper's fixed 30 steps.
-	c.MStep = p.String("mstep", c.MStep)
-	if c.MStep == MStepGD {
+	if p.String("mstep", c.MStep) == MStepGD {
 		c.MSteps, c.MTol = 30, 0
 	}
-	if c.MSteps, err = p.Int("msteps", c.MSteps); err != nil {
-		return c, err
-	}
-	if c.MTol, err = p.Float("mtol", c.MTol); err != nil {
-		return c, err
+	if err := params().Bind(p, &c); err != nil {
+		return c, fmt.Errorf("orlr: %w", err)
 	}
 	return c, c.Validate()
 }
 
-// Validate rejects settings outside their domains.
-func (c Config) Validate() error {
-	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-	switch {
-	case bad(c.L2) || c.L2 < 0:
-		return fmt.Errorf("orlr: l2=%v must be >= 0", c.L2)
-	case c.Iters < 0:
-		return fmt.Errorf("orlr: iters=%d must be >= 0", c.Iters)
-	case bad(c.Tol) || c.Tol < 0:
-		return fmt.Errorf("orlr: tol=%v must be >= 0", c.Tol)
-	case c.EStep != FAS && c.EStep != Forward:
-		return fmt.Errorf("orlr: estep=%q (want fas or forward)", c.EStep)
-	case c.Kernel != KernelLinear && c.Kernel != KernelRBF:
-		return fmt.Errorf("orlr: kernel=%q (want linear or rbf)", c.Kernel)
-	case bad(c.KernelS) || c.KernelS <= 0:
-		return fmt.Errorf("orlr: kernel_s=%v must be > 0", c.KernelS)
-	case bad(c.DictFrac) || c.DictFrac <= 0 || c.DictFrac > 1:
-		return fmt.Errorf("orlr: dict_frac=%v must be in (0,1]", c.DictFrac)
-	case bad(c.Subset) || c.Subset <= 0 || c.Subset > 1:
-		return fmt.Errorf("orlr: subset=%v must be in (0,1]", c.Subset)
-	case bad(c.Prune) || c.Prune < 0 || c.Prune >= 1:
-		return fmt.Errorf("orlr: prune=%v must be in [0,1)", c.Prune)
-	case c.MaxLabels < 1 || c.MaxLabels > hardMaxLabels:
-		return fmt.Errorf("orlr: max_labels=%d must be in [1,%d] (memory is 2^max_labels per worker)", c.MaxLabels, hardMaxLabels)
-	case bad(c.MTol) || c.MTol < 0:
-		return fmt.Errorf("orlr: mtol=%v must be >= 0", c.MTol)
-	case c.MSteps < 1:
-		return fmt.Errorf("orlr: msteps=%d must be >= 1", c.MSteps)
-	case c.MStep != MStepGD && c.MStep != MStepLBFGS:
-		return fmt.Errorf("orlr: mstep=%q (want gd or lbfgs)", c.MStep)
-	case c.Select != "" && c.Select != SelectCV && c.Select != SelectNone:
-		return fmt.Errorf("orlr: select=%q (want cv or none)", c.Select)
-	}
-	// "" is not a valid setting (ParseScaling would read it as zscore);
-	// Decode maps the empty value of old states to none before validating.
-	if _, err := ovr.ParseScaling(c.Scale); err != nil || c.Scale == "" {
-		return fmt.Errorf("orlr: scale=%q (want zscore, none, unit, zunit or minmax)", c.Scale)
-	}
-	return nil
-}
+// Validate rejects settings outside their declared ranges and values.
+func (c Config) Validate() error { return params().Check(Name, c) }
 
-// Params renders the configuration for models.Meta (provenance).
-func (c Config) Params() models.Params {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	p := models.Params{
-		"l2": f(c.L2), "iters": strconv.Itoa(c.Iters), "tol": f(c.Tol), "estep": string(c.EStep),
-		"kernel": c.Kernel, "kernel_s": f(c.KernelS), "dict_frac": f(c.DictFrac), "subset": f(c.Subset),
-		"prune": f(c.Prune), "max_labels": strconv.Itoa(c.MaxLabels), "msteps": strconv.Itoa(c.MSteps), "mstep": c.MStep,
-		"scale": c.Scale, "mtol": f(c.MTol), "unknown": strconv.FormatBool(c.Unknown),
-	}
-	// Only when set: a model fitted without it (every dense default fit)
-	// records the parameters it always did.
-	if c.Select != "" {
-		p["select"] = c.Select
-	}
-	return p
-}
+// Params renders the configuration for models.Meta (provenance). select
+// appears only when set: a model fitted without it (every dense default
+// fit) records the parameters it always did.
+func (c Config) Params() models.Params { return params().Render(c) }
 
 // EmptyLabelSets reports whether a model fitted with params accepts
 // training bags whose label set is empty (it has the unknown class), for
