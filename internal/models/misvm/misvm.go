@@ -185,108 +185,55 @@ func (c Config) resolve(n int) Config {
 
 var _ models.Model = (*ovr.Model)(nil)
 
-// ParamSpecs declares the keys ParseParams reads (see the package
-// documentation), shared by mi-SVM and MI-SVM.
-func ParamSpecs() []models.ParamSpec {
-	scales := make([]string, len(ovr.Scalings))
-	for i, s := range ovr.Scalings {
-		scales[i] = string(s)
-	}
-	return []models.ParamSpec{
-		{Name: "C", Type: models.ParamFloat, Doc: "SVM trade-off, > 0 (default 10000; with select=cv chosen among 1e2, 1e3, 1e4 unless given)"},
-		{Name: "epochs", Type: models.ParamInt, Default: "50", Doc: "SGD passes over the training instances per relabeling round"},
-		{Name: "iters", Type: models.ParamInt, Default: "20", Doc: "maximum relabeling rounds"},
-		{Name: "restarts", Type: models.ParamInt, Doc: "initialisations, lowest objective kept (default 3 for linear, 1 for rbf / poly)"},
-		{Name: "init", Type: models.ParamEnum, Values: []string{"random", "bag"},
-			Doc: "random latent labels (the SyMIL paper's protocol; default for linear) or Andrews' start from the bags first (default for rbf / poly)"},
-		{Name: "bias", Type: models.ParamBool, Default: "true", Doc: "append a regularised bias"},
-		{Name: "scale", Type: models.ParamEnum, Values: scales, Default: string(ovr.ScaleZScore),
-			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]; maxabs: feature / max |feature|); sparse data: unit by default, and only unit, maxabs or none"},
-		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelAuto, KernelLinear, KernelRBF, KernelPoly}, Default: KernelAuto,
-			Doc: "instance SVM: linear (primal SGD), rbf / poly (dual SMO on the kernel matrix); auto: rbf up to gram_limit training instances, else linear"},
-		{Name: "gamma", Type: models.ParamFloat, Default: "0", Doc: "rbf width exp(-gamma·|x-z|²) or poly scale; 0: 1/(d·variance of the scaled instances)"},
-		{Name: "degree", Type: models.ParamInt, Default: "3", Doc: "poly kernel degree (gamma·<x,z> + coef0)^degree, 1..10"},
-		{Name: "coef0", Type: models.ParamFloat, Default: "1", Doc: "poly kernel constant"},
-		{Name: "gram_limit", Type: models.ParamInt, Default: "6000", Doc: "maximum training instances for rbf / poly (kernel matrix memory: 8·n² bytes)"},
-		{Name: "tol", Type: models.ParamFloat, Default: "0.001", Doc: "SMO stopping tolerance (maximal KKT violation) of rbf / poly"},
-		{Name: "select", Type: models.ParamEnum, Values: []string{"cv", "none"},
-			Doc: "cv: choose C (and gamma for rbf / poly) among C 1e2,1e3,1e4 x gamma 1/4,1,4 times the rule by inner 3-fold CV on the training bags (default for rbf / poly); none: the given values (default for linear)"},
+// params declares every key of Config once, shared by mi-SVM and MI-SVM:
+// its type, range, doc and the field it sets; ParamSpecs and ParseParams
+// read it. C, restarts, init and select show no default: theirs follow
+// the kernel, which kernel=auto chooses only when it sees the training set
+// (Config.resolve).
+func params() models.Decls[Config] {
+	return models.Decls[Config]{
+		models.Float("C", func(c *Config) *float64 { return &c.C }, "SVM trade-off (default 10000; with select=cv chosen among 1e2, 1e3, 1e4 unless given)").Above(0).DefaultVaries(),
+		models.Int("epochs", func(c *Config) *int { return &c.Epochs }, "SGD passes over the training instances per relabeling round").AtLeast(1),
+		models.Int("iters", func(c *Config) *int { return &c.Iters }, "maximum relabeling rounds").AtLeast(1),
+		models.Int("restarts", func(c *Config) *int { return &c.Restarts }, "initialisations, lowest objective kept (default 3 for linear, 1 for rbf / poly)").AtLeast(1).DefaultVaries(),
+		models.Enum("init", func(c *Config) *string { return &c.Init }, []string{"random", "bag"},
+			"random latent labels (the SyMIL paper's protocol; default for linear) or Andrews' start from the bags first (default for rbf / poly)").Optional(),
+		models.Bool("bias", func(c *Config) *bool { return &c.Bias }, "append a regularised bias"),
+		models.Enum("scale", func(c *Config) *ovr.Scaling { return &c.Scale }, ovr.Scalings,
+			"feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]; maxabs: feature / max |feature|); sparse data: unit by default, and only unit, maxabs or none"),
+		models.Enum("kernel", func(c *Config) *string { return &c.Kernel }, []string{KernelAuto, KernelLinear, KernelRBF, KernelPoly},
+			"instance SVM: linear (primal SGD), rbf / poly (dual SMO on the kernel matrix); auto: rbf up to gram_limit training instances, else linear"),
+		models.Float("gamma", func(c *Config) *float64 { return &c.Gamma }, "rbf width exp(-gamma·|x-z|²) or poly scale; 0: 1/(d·variance of the scaled instances)").AtLeast(0),
+		models.Int("degree", func(c *Config) *int { return &c.Degree }, "poly kernel degree (gamma·<x,z> + coef0)^degree").AtLeast(1).AtMost(10),
+		models.Float("coef0", func(c *Config) *float64 { return &c.Coef0 }, "poly kernel constant").Finite(),
+		models.Int("gram_limit", func(c *Config) *int { return &c.GramLimit }, "maximum training instances for rbf / poly (kernel matrix memory: 8·n² bytes)").AtLeast(1),
+		models.Float("tol", func(c *Config) *float64 { return &c.Tol }, "SMO stopping tolerance (maximal KKT violation) of rbf / poly").Above(0),
+		models.Enum("select", func(c *Config) *string { return &c.Select }, []string{"cv", "none"},
+			"cv: choose C (and gamma for rbf / poly) among C 1e2,1e3,1e4 x gamma 1/4,1,4 times the rule by inner 3-fold CV on the training bags (default for rbf / poly); none: the given values (default for linear)").Optional(),
 	}
 }
 
+// defaultConfig is the configuration before any parameter is read.
+func defaultConfig() Config {
+	return Config{C: 1e4, Epochs: 50, Iters: 20, Restarts: 1, Bias: true, Scale: ovr.ScaleZScore, Kernel: KernelAuto,
+		Degree: 3, Coef0: 1, GramLimit: 6000, Tol: 1e-3}
+}
+
+// ParamSpecs declares the keys ParseParams reads (see the package
+// documentation), shared by mi-SVM and MI-SVM.
+func ParamSpecs() []models.ParamSpec { return params().Specs(defaultConfig()) }
+
 // ParseParams reads the parameters with the documented defaults.
 func ParseParams(p models.Params) (Config, error) {
-	if err := models.CheckParams(ParamSpecs(), p); err != nil {
+	cfg := defaultConfig()
+	d := params()
+	if err := d.Bind(p, &cfg); err != nil {
 		return Config{}, fmt.Errorf("misvm: %w", err)
 	}
-	var cfg Config
-	var err error
-	if cfg.C, err = p.Float("C", 1e4); err != nil {
+	if err := d.Check("misvm", cfg); err != nil {
 		return Config{}, err
-	}
-	if !(cfg.C > 0) || math.IsInf(cfg.C, 0) {
-		return Config{}, fmt.Errorf("misvm: C=%v must be positive", cfg.C)
-	}
-	for _, f := range []struct {
-		key string
-		dst *int
-		def int
-	}{{"epochs", &cfg.Epochs, 50}, {"iters", &cfg.Iters, 20}, {"restarts", &cfg.Restarts, 1}} {
-		if *f.dst, err = p.Int(f.key, f.def); err != nil {
-			return Config{}, err
-		}
-		if *f.dst < 1 {
-			return Config{}, fmt.Errorf("misvm: %s=%d must be at least 1", f.key, *f.dst)
-		}
 	}
 	_, cfg.restartsSet = p["restarts"]
-	cfg.Init = p.String("init", "")
-	if cfg.Init != "" && cfg.Init != "random" && cfg.Init != "bag" {
-		return Config{}, fmt.Errorf("misvm: init=%q (want random or bag)", cfg.Init)
-	}
-	if cfg.Bias, err = p.Bool("bias", true); err != nil {
-		return Config{}, err
-	}
-	if cfg.Scale, err = ovr.ParseScaling(p.String("scale", string(ovr.ScaleZScore))); err != nil {
-		return Config{}, fmt.Errorf("misvm: %w", err)
-	}
-	cfg.Kernel = p.String("kernel", KernelAuto)
-	if !slices.Contains([]string{KernelAuto, KernelLinear, KernelRBF, KernelPoly}, cfg.Kernel) {
-		return Config{}, fmt.Errorf("misvm: kernel=%q (want auto, linear, rbf or poly)", cfg.Kernel)
-	}
-	for _, f := range []struct {
-		key string
-		dst *float64
-		def float64
-		ok  func(float64) bool
-	}{
-		{"gamma", &cfg.Gamma, 0, func(v float64) bool { return v >= 0 }},
-		{"coef0", &cfg.Coef0, 1, func(float64) bool { return true }},
-		{"tol", &cfg.Tol, 1e-3, func(v float64) bool { return v > 0 }},
-	} {
-		if *f.dst, err = p.Float(f.key, f.def); err != nil {
-			return Config{}, err
-		}
-		if math.IsNaN(*f.dst) || math.IsInf(*f.dst, 0) || !f.ok(*f.dst) {
-			return Config{}, fmt.Errorf("misvm: %s=%v out of range", f.key, *f.dst)
-		}
-	}
-	if cfg.Degree, err = p.Int("degree", 3); err != nil {
-		return Config{}, err
-	}
-	if cfg.Degree < 1 || cfg.Degree > 10 {
-		return Config{}, fmt.Errorf("misvm: degree=%d (want 1..10)", cfg.Degree)
-	}
-	if cfg.GramLimit, err = p.Int("gram_limit", 6000); err != nil {
-		return Config{}, err
-	}
-	cfg.Select = p.String("select", "")
-	if cfg.Select != "" && cfg.Select != "cv" && cfg.Select != "none" {
-		return Config{}, fmt.Errorf("misvm: select=%q (want cv or none)", cfg.Select)
-	}
-	if cfg.GramLimit < 1 {
-		return Config{}, fmt.Errorf("misvm: gram_limit=%d must be at least 1", cfg.GramLimit)
-	}
 	return cfg, nil
 }
 

@@ -64,6 +64,10 @@ type Config struct {
 	// Whether C, cv_repeats and solver were given: their defaults depend
 	// on the kernel, which kernel=auto fixes only in resolve.
 	cSet, repeatsSet, solverSet bool
+	// lambdaCV: lambda=cv, so LambdaGrid is grid (the parsed
+	// lambda_grid); with a fixed lambda the grid is not used.
+	lambdaCV bool
+	grid     []float64
 }
 
 // Kernels of the kernel parameter. KernelAuto is the default: resolve makes
@@ -76,38 +80,121 @@ const (
 
 var _ models.Model = (*ovr.Model)(nil)
 
-// ParamSpecs declares the keys ParseParams reads (see the package
-// documentation), with their defaults; C, cv_repeats and solver declare
-// none because theirs follow the kernel, which kernel=auto chooses only
-// when it sees the training set (Config.resolve).
-func ParamSpecs() []models.ParamSpec {
-	return []models.ParamSpec{
-		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelAuto, KernelLinear, KernelRBF}, Default: KernelAuto,
-			Doc: "instance scorer: linear (primal) or RBF (dual); auto: rbf for dense data up to gram_limit training instances (z-scores, C 100, one inner split), else linear"},
-		{Name: "solver", Type: models.ParamEnum, Values: []string{"sgd", "cp", "dcd"},
-			Doc: "sgd (primal, Alg. 2; linear only; the linear default, and given with kernel=auto it makes the kernel linear), cp (dual cutting plane, Alg. 3; the rbf default) or dcd (exact dual coordinate ascent)"},
-		{Name: "C", Type: models.ParamFloat, Doc: "trade-off, > 0 (default: the paper's 1e4 for linear, 100 for rbf)"},
-		{Name: "lambda", Type: models.ParamString, Default: "cv", Doc: "cv (inner cross-validation over lambda_grid) or a fixed lambda >= 0"},
-		{Name: "lambda_grid", Type: models.ParamString, Default: "0.1,0.2,0.5,1", Doc: "comma-separated lambda candidates of the inner CV"},
-		{Name: "cv_folds", Type: models.ParamInt, Default: "3", Doc: "folds of the inner CV over lambda (stratified), >= 2"},
-		{Name: "cv_repeats", Type: models.ParamInt,
-			Doc: "independent splits of the inner CV, averaged (for lambda and scale=auto); 1: a single split (default 3 for linear, 1 for rbf)"},
-		{Name: "gamma", Type: models.ParamString, Default: "auto",
-			Doc: "RBF gamma: auto (1 / mean squared pairwise distance), meandist (the mean pairwise distance) or a positive number"},
-		{Name: "restarts", Type: models.ParamInt, Default: "3", Doc: "random latent initialisations per fit; lowest objective kept"},
-		{Name: "epochs", Type: models.ParamInt, Default: "50", Doc: "SGD passes over the bags per CCCP step"},
-		{Name: "cccp_iters", Type: models.ParamInt, Default: "20", Doc: "maximum CCCP rounds"},
-		{Name: "cccp_eps", Type: models.ParamFloat, Default: "0.0001", Doc: "CCCP stops when the objective decreases by < eps max(1, P)"},
-		{Name: "cp_iters", Type: models.ParamInt, Default: "100", Doc: "maximum cutting planes per CCCP round (cp)"},
-		{Name: "cp_eps", Type: models.ParamFloat, Default: "0.001", Doc: "cutting-plane tolerance on the slack (cp)"},
-		{Name: "bias", Type: models.ParamBool, Default: "true", Doc: "add a regularised bias"},
-		{Name: "gram_limit", Type: models.ParamInt, Default: "6000", Doc: "maximum training instances for the rbf kernel (Gram matrix memory)"},
-		{Name: "dcd_eps", Type: models.ParamFloat, Default: "0.001", Doc: "dcd: relative duality gap to stop at"},
-		{Name: "dcd_sweeps", Type: models.ParamInt, Default: "2000", Doc: "dcd: maximum passes over the bags per subproblem"},
-		{Name: "scale", Type: models.ParamEnum, Values: append([]string{ScaleAuto}, scalings()...), Default: ScaleAuto,
-			Doc: "feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]); auto: for linear, unit unless zscore beats it in the inner CV of lambda by more than one standard error; for rbf, zscore"},
+// params declares every key of Config once: its type, range, doc and the
+// field it sets; ParamSpecs and ParseParams read it. C, cv_repeats and
+// solver show no default because theirs follow the kernel, which
+// kernel=auto chooses only when it sees the training set (Config.resolve).
+func params() models.Decls[Config] {
+	return models.Decls[Config]{
+		models.Enum("kernel", func(c *Config) *string { return &c.Kernel }, []string{KernelAuto, KernelLinear, KernelRBF},
+			"instance scorer: linear (primal) or RBF (dual); auto: rbf for dense data up to gram_limit training instances (z-scores, C 100, one inner split), else linear"),
+		models.Enum("solver", func(c *Config) *string { return &c.Solver }, []string{"sgd", "cp", "dcd"},
+			"sgd (primal, Alg. 2; linear only; the linear default, and given with kernel=auto it makes the kernel linear), cp (dual cutting plane, Alg. 3; the rbf default) or dcd (exact dual coordinate ascent)").DefaultVaries(),
+		models.Float("C", func(c *Config) *float64 { return &c.C }, "trade-off (default: the paper's 1e4 for linear, 100 for rbf)").Above(0).DefaultVaries(),
+		models.String("lambda", parseLambda, func(c *Config) string {
+			if c.lambdaCV {
+				return "cv"
+			}
+			return strconv.FormatFloat(c.Lambda, 'g', -1, 64)
+		}, "cv (inner cross-validation over lambda_grid) or a fixed lambda >= 0"),
+		models.String("lambda_grid", parseLambdaGrid, func(c *Config) string {
+			s := make([]string, len(c.grid))
+			for i, v := range c.grid {
+				s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			return strings.Join(s, ",")
+		}, "comma-separated lambda candidates of the inner CV"),
+		models.Int("cv_folds", func(c *Config) *int { return &c.CVFolds }, "folds of the inner CV over lambda (stratified)").AtLeast(2),
+		models.Int("cv_repeats", func(c *Config) *int { return &c.CVRepeats },
+			"independent splits of the inner CV, averaged (for lambda and scale=auto); 1: a single split (default 3 for linear, 1 for rbf)").AtLeast(1).DefaultVaries(),
+		models.String("gamma", parseGamma, func(c *Config) string {
+			switch {
+			case c.GammaMeanDist:
+				return "meandist"
+			case c.Gamma == 0:
+				return "auto"
+			}
+			return strconv.FormatFloat(c.Gamma, 'g', -1, 64)
+		}, "RBF gamma: auto (1 / mean squared pairwise distance), meandist (the mean pairwise distance) or a positive number"),
+		models.Int("restarts", func(c *Config) *int { return &c.Restarts }, "random latent initialisations per fit; lowest objective kept").AtLeast(1),
+		models.Int("epochs", func(c *Config) *int { return &c.Epochs }, "SGD passes over the bags per CCCP step").AtLeast(1),
+		models.Int("cccp_iters", func(c *Config) *int { return &c.CCCPIters }, "maximum CCCP rounds").AtLeast(1),
+		models.Float("cccp_eps", func(c *Config) *float64 { return &c.CCCPEps }, "CCCP stops when the objective decreases by < eps max(1, P)").Above(0),
+		models.Int("cp_iters", func(c *Config) *int { return &c.CPIters }, "maximum cutting planes per CCCP round (cp)").AtLeast(1),
+		models.Float("cp_eps", func(c *Config) *float64 { return &c.CPEps }, "cutting-plane tolerance on the slack (cp)").Above(0),
+		models.Bool("bias", func(c *Config) *bool { return &c.Bias }, "add a regularised bias"),
+		models.Int("gram_limit", func(c *Config) *int { return &c.GramLimit }, "maximum training instances for the rbf kernel (Gram matrix memory)").AtLeast(1),
+		models.Float("dcd_eps", func(c *Config) *float64 { return &c.DCDEps }, "dcd: relative duality gap to stop at").Above(0),
+		models.Int("dcd_sweeps", func(c *Config) *int { return &c.DCDSweeps }, "dcd: maximum passes over the bags per subproblem").AtLeast(1),
+		models.EnumFunc("scale", append([]string{ScaleAuto}, scalings()...),
+			func(c *Config, v string) {
+				c.Scale = ovr.Scaling(v)
+				if v == ScaleAuto {
+					c.Scale = ""
+				}
+			},
+			func(c *Config) string {
+				if c.Scale == "" {
+					return ScaleAuto
+				}
+				return string(c.Scale)
+			},
+			"feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]); auto: for linear, unit unless zscore beats it in the inner CV of lambda by more than one standard error; for rbf, zscore"),
 	}
 }
+
+// defaultConfig is the configuration before any parameter is read, with
+// the linear kernel's C and cv_repeats (kernel=auto resolves them later).
+func defaultConfig() Config {
+	return Config{Kernel: KernelAuto, Solver: "sgd", C: defaultC(KernelAuto), lambdaCV: true, grid: []float64{0.1, 0.2, 0.5, 1},
+		CVFolds: 3, CVRepeats: defaultRepeats(KernelAuto), Restarts: 3, Epochs: 50, CCCPIters: 20, CCCPEps: 1e-4,
+		CPIters: 100, CPEps: 1e-3, Bias: true, GramLimit: 6000, DCDEps: 1e-3, DCDSweeps: 2000}
+}
+
+func parseLambda(c *Config, v string) error {
+	if v == "cv" {
+		c.lambdaCV, c.Lambda = true, 0
+		return nil
+	}
+	l, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(l >= 0) || math.IsInf(l, 0) {
+		return fmt.Errorf("lambda=%q (want cv or a non-negative number)", v)
+	}
+	c.lambdaCV, c.Lambda = false, l
+	return nil
+}
+
+func parseLambdaGrid(c *Config, v string) error {
+	c.grid = nil
+	for _, f := range strings.Split(v, ",") {
+		l, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(l >= 0) || math.IsInf(l, 0) {
+			return fmt.Errorf("lambda_grid entry %q", f)
+		}
+		c.grid = append(c.grid, l)
+	}
+	return nil
+}
+
+func parseGamma(c *Config, v string) error {
+	c.Gamma, c.GammaMeanDist = 0, false
+	switch v {
+	case "auto":
+	case "meandist":
+		c.GammaMeanDist = true
+	default:
+		g, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(g > 0) || math.IsInf(g, 0) {
+			return fmt.Errorf("gamma=%q (want auto, meandist or a positive number)", v)
+		}
+		c.Gamma = g
+	}
+	return nil
+}
+
+// ParamSpecs declares the keys ParseParams reads (see the package
+// documentation), with their defaults.
+func ParamSpecs() []models.ParamSpec { return params().Specs(defaultConfig()) }
 
 // scalings lists the scale= values, the default first.
 func scalings() []string {
@@ -122,16 +209,17 @@ func scalings() []string {
 // package documentation. Unknown keys are an error: a typo would otherwise
 // silently train with a default.
 func ParseParams(p models.Params) (Config, error) {
-	if err := models.CheckParams(ParamSpecs(), p); err != nil {
+	cfg := defaultConfig()
+	// C and cv_repeats default by kernel; kernel=auto gets the linear
+	// kernel's here and resolve sets the chosen kernel's.
+	kernel := p.String("kernel", KernelAuto)
+	cfg.C, cfg.CVRepeats = defaultC(kernel), defaultRepeats(kernel)
+	d := params()
+	if err := d.Bind(p, &cfg); err != nil {
 		return Config{}, fmt.Errorf("symil: %w", err)
 	}
-	cfg := Config{Kernel: p.String("kernel", KernelAuto)}
-	if !slices.Contains([]string{KernelAuto, KernelLinear, KernelRBF}, cfg.Kernel) {
-		return Config{}, fmt.Errorf("symil: kernel %q (want auto, linear or rbf)", cfg.Kernel)
-	}
-	cfg.Solver = p.String("solver", "sgd")
-	if cfg.Solver != "sgd" && cfg.Solver != "cp" && cfg.Solver != "dcd" {
-		return Config{}, fmt.Errorf("symil: solver %q (want sgd, cp or dcd)", cfg.Solver)
+	if err := d.Check(Name, cfg); err != nil {
+		return Config{}, err
 	}
 	_, cfg.solverSet = p["solver"]
 	_, cfg.cSet = p["C"]
@@ -139,69 +227,8 @@ func ParseParams(p models.Params) (Config, error) {
 	if cfg.Kernel == KernelRBF && cfg.Solver == "sgd" && cfg.solverSet {
 		return Config{}, fmt.Errorf("symil: the rbf kernel is trained in the dual (solver=cp or dcd)")
 	}
-	var err error
-	if sc := p.String("scale", ScaleAuto); sc != ScaleAuto {
-		if cfg.Scale, err = ovr.ParseScaling(sc); err != nil {
-			return Config{}, fmt.Errorf("symil: %w", err)
-		}
-	}
-	floats := []struct {
-		key string
-		dst *float64
-		def float64
-	}{{"C", &cfg.C, defaultC(cfg.Kernel)}, {"cccp_eps", &cfg.CCCPEps, 1e-4}, {"cp_eps", &cfg.CPEps, 1e-3},
-		{"dcd_eps", &cfg.DCDEps, 1e-3}}
-	for _, f := range floats {
-		if *f.dst, err = p.Float(f.key, f.def); err != nil {
-			return Config{}, err
-		}
-		if !(*f.dst > 0) || math.IsInf(*f.dst, 0) {
-			return Config{}, fmt.Errorf("symil: param %s=%v must be positive", f.key, *f.dst)
-		}
-	}
-	ints := []struct {
-		key string
-		dst *int
-		def int
-	}{{"cv_folds", &cfg.CVFolds, 3}, {"cv_repeats", &cfg.CVRepeats, defaultRepeats(cfg.Kernel)}, {"restarts", &cfg.Restarts, 3}, {"epochs", &cfg.Epochs, 50},
-		{"cccp_iters", &cfg.CCCPIters, 20}, {"cp_iters", &cfg.CPIters, 100}, {"gram_limit", &cfg.GramLimit, 6000},
-		{"dcd_sweeps", &cfg.DCDSweeps, 2000}}
-	for _, f := range ints {
-		if *f.dst, err = p.Int(f.key, f.def); err != nil {
-			return Config{}, err
-		}
-		if *f.dst < 1 {
-			return Config{}, fmt.Errorf("symil: param %s=%d must be at least 1", f.key, *f.dst)
-		}
-	}
-	if cfg.CVFolds < 2 {
-		return Config{}, fmt.Errorf("symil: cv_folds=%d must be at least 2", cfg.CVFolds)
-	}
-	if cfg.Bias, err = p.Bool("bias", true); err != nil {
-		return Config{}, err
-	}
-	switch g := p.String("gamma", "auto"); g {
-	case "auto":
-	case "meandist":
-		cfg.GammaMeanDist = true
-	default:
-		if cfg.Gamma, err = strconv.ParseFloat(g, 64); err != nil || !(cfg.Gamma > 0) || math.IsInf(cfg.Gamma, 0) {
-			return Config{}, fmt.Errorf("symil: gamma=%q (want auto, meandist or a positive number)", g)
-		}
-	}
-	switch l := p.String("lambda", "cv"); l {
-	case "cv":
-		for _, f := range strings.Split(p.String("lambda_grid", "0.1,0.2,0.5,1"), ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || !(v >= 0) || math.IsInf(v, 0) {
-				return Config{}, fmt.Errorf("symil: lambda_grid entry %q", f)
-			}
-			cfg.LambdaGrid = append(cfg.LambdaGrid, v)
-		}
-	default:
-		if cfg.Lambda, err = strconv.ParseFloat(l, 64); err != nil || !(cfg.Lambda >= 0) || math.IsInf(cfg.Lambda, 0) {
-			return Config{}, fmt.Errorf("symil: lambda=%q (want cv or a non-negative number)", l)
-		}
+	if cfg.lambdaCV {
+		cfg.LambdaGrid = cfg.grid
 	}
 	return cfg, nil
 }
