@@ -369,3 +369,23 @@ func (d *Data) Score(test []*mil.Bag, preds []measure.Prediction) (map[string]fl
 	}
 	return out, nil
 }
+
+// RegionMap returns the instance covering each pixel of photo id
+// (row-major, -1 for none), as its instances were cut; nil for an unknown
+// id.
+func (d *Data) RegionMap(id string) []int32 {
+	t := d.truth[id]
+	if t == nil {
+		return nil
+	}
+	out := make([]int32, len(t.gt))
+	for i := range out {
+		out[i] = -1
+	}
+	for k, px := range t.pixels {
+		for _, p := range px {
+			out[p] = int32(k)
+		}
+	}
+	return out
+}
