@@ -24,6 +24,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photoeval"
+	"github.com/mimlstream/mimlstream/internal/media/text"
+	"github.com/mimlstream/mimlstream/internal/media/texteval"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -32,8 +34,8 @@ import (
 type evalFlags struct {
 	data, model, mode, split, out, sweep, sweepValues, plot string
 	listParams, foldsOut                                    string
-	regions                                                 string
-	folds, repeats, workers                                 int
+	regions, passages                                       string
+	folds, repeats, workers, dim                            int
 	seed                                                    int64
 	stratify, json                                          bool
 	params                                                  cli.StringList
@@ -52,7 +54,13 @@ msrc_v2_dev's bags.jsonl) is segmented and featurized as the service does
 (--regions service) or cut along its ground-truth regions (--regions gt);
 each predicted region paints its label on its pixels, and instance_accuracy
 is the share of ground-truth regions whose pixels mostly carry their class
-(pixel_accuracy: the share of pixels).
+(pixel_accuracy: the share of pixels). A .jsonl manifest of documents (lines
+with "text" or "path" and ground-truth "passages", as text_dev's docs.jsonl)
+is cut into passages (--passages) and featurized as the service does, the
+model fitted on them weighted by the IDF of its training passages; each
+predicted passage paints its label on the code points nearest its centre,
+and instance_accuracy is the share of ground-truth passages whose code
+points mostly carry their class (char_accuracy: the share of code points).
 Model kinds: `+kindList(e.registry)+`; inherit+KIND (e.g. inherit+slr) fits
 KIND on every instance labeled with each of its bag's labels (the baseline).
 --list-params KIND prints the --param keys of a kind (name, type, default,
@@ -74,7 +82,9 @@ doc); any other key is rejected.`, e.stderr)
 	fs.StringVar(&f.sweep, "sweep", "", "sweep a speed-up parameter: prune or subset")
 	fs.StringVar(&f.sweepValues, "sweep-values", "", "comma-separated fractions of the sweep (default prune: 0,0.1,...,0.9; subset: 1,0.8,...,0.1)")
 	fs.StringVar(&f.foldsOut, "folds-out", "", "also write the protocol's folds (repeat, fold, 0-based train and test bag indices and the bag names) as JSON to this `file`, to run another implementation on the same folds")
-	fs.StringVar(&f.regions, "regions", "service", "photo manifests: the instances are the service's regions (service) or the ground-truth regions (gt)")
+	fs.StringVar(&f.regions, "regions", "service", "photo and document manifests: the instances are the service's regions or passages (service) or the ground-truth ones (gt)")
+	fs.StringVar(&f.passages, "passages", string(text.Windows), "document manifests: the service's passages: windows (50 words every 25), paragraphs or sentences")
+	fs.IntVar(&f.dim, "dim", text.DefaultDim, "document manifests: hashed feature `dimension` (a kind without a sparse path, mimlca, needs a small one: 1024)")
 	fs.StringVar(&f.plot, "plot", "", "with --sweep, draw accuracy and time against the fraction to this `file` (.png or .svg)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -154,6 +164,16 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 			return err
 		}
 		data, cfg.InstanceScore = pd.Dataset, pd.Score
+	} else if texteval.IsDocumentManifest(f.data) {
+		if f.split != "cv" {
+			return fmt.Errorf("%w: --split %s: a document manifest has no split of its own", errUsage, f.split)
+		}
+		c, err := loadDocuments(ctx, f)
+		if err != nil {
+			return err
+		}
+		data, cfg.InstanceScore = c.Data, c.InstanceScore
+		kind = text.Weighted(kind)
 	} else if data, split, err = loadData(f.data, f.split); err != nil {
 		return err
 	}
@@ -371,7 +391,7 @@ func writeReport(w io.Writer, rep *eval.Report) error {
 		fmt.Fprintf(tw, "params\t%s\n", strings.Join(keys, " "))
 	}
 	fmt.Fprintf(tw, "\nmeasure\tmean\tstd\tfolds\n")
-	for _, name := range []string{measure.InstanceAccuracy, eval.PixelAccuracy, measure.BagAccuracy, measure.HammingLoss,
+	for _, name := range []string{measure.InstanceAccuracy, eval.PixelAccuracy, eval.CharAccuracy, measure.BagAccuracy, measure.HammingLoss,
 		measure.RankingLoss, measure.OneError, measure.Coverage, measure.AveragePrecision} {
 		if s := rep.Measure(name); s != nil {
 			fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", name, s.Mean, s.Std, s.N)
@@ -433,6 +453,26 @@ func lookupKind(reg *models.Registry, name string) (models.Kind, error) {
 		return eval.Inherit(k), nil
 	}
 	return reg.Lookup(name)
+}
+
+// loadDocuments featurizes a document manifest for evaluation.
+func loadDocuments(ctx context.Context, f evalFlags) (*texteval.Corpus, error) {
+	opt := texteval.Options{Featurizer: text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Segmenter(f.passages)}, Dim: f.dim},
+		Workers: f.workers}
+	switch f.regions {
+	case "gt":
+		opt.GTPassages = true
+	case "service":
+	default:
+		return nil, fmt.Errorf("%w: --regions %q: want service or gt", errUsage, f.regions)
+	}
+	if f.dim < 1 {
+		return nil, fmt.Errorf("%w: --dim %d: want a positive dimension", errUsage, f.dim)
+	}
+	if _, err := opt.Featurizer.Normalized(); err != nil {
+		return nil, fmt.Errorf("%w: --passages %s, --dim %d: %w", errUsage, f.passages, f.dim, err)
+	}
+	return texteval.Load(ctx, f.data, opt)
 }
 
 // loadPhotos featurizes a photo manifest for evaluation.

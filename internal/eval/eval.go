@@ -83,6 +83,11 @@ type Config struct {
 // class, the measure an InstanceScore adds for photos.
 const PixelAccuracy = "pixel_accuracy"
 
+// CharAccuracy names the share of ground-truth passages' code points
+// painted with their class, the measure an InstanceScore adds for
+// documents (package texteval).
+const CharAccuracy = "char_accuracy"
+
 // Stat is the mean and sample standard deviation (n-1 denominator, 0 for a
 // single value) of a measure over N folds.
 type Stat struct {
@@ -148,6 +153,7 @@ type Report struct {
 
 	InstanceAccuracy *Stat `json:"instance_accuracy,omitempty"`
 	PixelAccuracy    *Stat `json:"pixel_accuracy,omitempty"`
+	CharAccuracy     *Stat `json:"char_accuracy,omitempty"`
 	HammingLoss      *Stat `json:"hamming_loss,omitempty"`
 	RankingLoss      *Stat `json:"ranking_loss,omitempty"`
 	OneError         *Stat `json:"one_error,omitempty"`
@@ -174,6 +180,8 @@ func (r *Report) Measure(name string) *Stat {
 		return r.InstanceAccuracy
 	case PixelAccuracy:
 		return r.PixelAccuracy
+	case CharAccuracy:
+		return r.CharAccuracy
 	case measure.HammingLoss:
 		return r.HammingLoss
 	case measure.RankingLoss:
@@ -415,7 +423,7 @@ func runVariants(ctx context.Context, kind models.Kind, data *mil.Dataset, cfg C
 // only if every fold defines it: averaging over the folds where it happens
 // to be defined would hide a model or data problem.
 func aggregate(rep *Report, binary bool) {
-	names := []string{measure.InstanceAccuracy, PixelAccuracy, measure.HammingLoss, measure.RankingLoss,
+	names := []string{measure.InstanceAccuracy, PixelAccuracy, CharAccuracy, measure.HammingLoss, measure.RankingLoss,
 		measure.OneError, measure.Coverage, measure.AveragePrecision}
 	if binary {
 		names = append(names, measure.BagAccuracy)
@@ -436,6 +444,8 @@ func aggregate(rep *Report, binary bool) {
 			rep.InstanceAccuracy = &s
 		case PixelAccuracy:
 			rep.PixelAccuracy = &s
+		case CharAccuracy:
+			rep.CharAccuracy = &s
 		case measure.HammingLoss:
 			rep.HammingLoss = &s
 		case measure.RankingLoss:

@@ -242,6 +242,41 @@ func (f Featurizer) Featurize(doc string) (Document, error) {
 	if err != nil {
 		return Document{}, err
 	}
+	return f.featurize(ws, spans), nil
+}
+
+// FeaturizeSpans computes the vectors of passages given by code-point
+// spans (the ground-truth passages of an evaluation, or a sender's own),
+// in f's term weighting; f's segmenter is not used. The spans get their
+// byte offsets; a span outside doc is an error.
+func (f Featurizer) FeaturizeSpans(doc string, cps []Span) (Document, error) {
+	f, err := f.Normalized()
+	if err != nil {
+		return Document{}, err
+	}
+	if err := CheckUTF8(doc); err != nil {
+		return Document{}, err
+	}
+	// The byte offset of every code point, and of the end.
+	at := make([]int, 0, len(doc)+1)
+	for b := range doc {
+		at = append(at, b)
+	}
+	at = append(at, len(doc))
+	spans := make([]Span, len(cps))
+	for i, sp := range cps {
+		if sp.Start < 0 || sp.End < sp.Start || sp.End >= len(at) {
+			return Document{}, fmt.Errorf("%w: span [%d, %d) outside the %d code points", ErrSegmenter, sp.Start, sp.End, len(at)-1)
+		}
+		spans[i] = Span{Start: sp.Start, End: sp.End, ByteStart: at[sp.Start], ByteEnd: at[sp.End]}
+	}
+	ws := words(doc, 0, 0, make([]Word, 0, len(doc)/6))
+	return f.featurize(ws, spans), nil
+}
+
+// featurize computes the vectors of spans from the words of their
+// document.
+func (f Featurizer) featurize(ws []Word, spans []Span) Document {
 	// Each word is stemmed and hashed once, however many windows hold it,
 	// and each distinct word form once per document.
 	hs := make([]hashed, len(ws))
@@ -269,7 +304,7 @@ func (f Featurizer) Featurize(doc string) (Document, error) {
 		}
 		out.Instances[p] = f.vector(buf)
 	}
-	return out, nil
+	return out
 }
 
 // vector sums the signed terms of one passage per feature and weights

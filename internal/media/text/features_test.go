@@ -207,3 +207,28 @@ func TestTermCacheSameVectors(t *testing.T) {
 		t.Fatalf("cache holds %d word forms, want its bound 40", n)
 	}
 }
+
+// TestFeaturizeSpans: given spans featurize as the segmenter's own do,
+// and get their byte offsets.
+func TestFeaturizeSpans(t *testing.T) {
+	doc := "Ünïcödé cats ran.\n\nThé runner runs home"
+	f := Featurizer{Segmentation: Segmentation{Segmenter: Paragraphs}, Dim: 64}
+	want, err := f.Featurize(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := make([]Span, len(want.Passages))
+	for i, p := range want.Passages {
+		cps[i] = Span{Start: p.Start, End: p.End}
+	}
+	got, err := f.FeaturizeSpans(doc, cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("spans %+v, segmenter %+v", got, want)
+	}
+	if _, err := f.FeaturizeSpans(doc, []Span{{Start: 3, End: 40}}); err == nil {
+		t.Fatal("a span past the 39 code points accepted")
+	}
+}

@@ -16,14 +16,14 @@
 // point with the label of the covering passage whose centre is nearest
 // (the earlier on a tie), the usual way of stitching overlapping tiles.
 //
-// The protocol is the project's (eval.Plan's folds, measure.Predict's
-// queries without labels in inductive mode): k-fold inductive, or
-// transductive on every bag with its label set known. Beside the weakly
-// supervised kinds it runs the two references of the MIML instance
-// annotation papers: Inherit (every training passage takes each of its
-// bag's labels, then a supervised classifier) as the baseline, and slr on
-// the passages' true labels (the majority ground-truth label of each of
-// the service's passages) as the upper bound.
+// The protocol is the project's: `retrainer eval --data docs.jsonl` builds
+// a Corpus and hands its InstanceScore to eval.Run (eval.Config), so the
+// folds, queries and fits are those of every other data set. The
+// references are the MIML instance annotation papers': inherit+slr (every
+// training passage takes each of its bag's labels, eval.Inherit) as the
+// baseline, and slr on the passages' true labels (Data's InstanceLabels:
+// the majority ground-truth label of each of the service's passages) as
+// the upper bound.
 package texteval
 
 import (
@@ -34,17 +34,17 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
-	"time"
 	"unicode"
 
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
-	"github.com/mimlstream/mimlstream/internal/models"
 )
 
 // Corpus is a featurized document set with its ground truth.
@@ -60,10 +60,6 @@ type Corpus struct {
 	gt    [][]int // ground-truth label of each code point, -1 outside passages
 	byID  map[string]int
 }
-
-// CharAccuracy names the share of ground-truth passages' non-space code
-// points painted with their passage's label.
-const CharAccuracy = "char_accuracy"
 
 // IsDocumentManifest reports whether path is a JSON-lines manifest whose
 // first line names a document ("text" or "path", and no "image").
@@ -89,13 +85,42 @@ func IsDocumentManifest(path string) bool {
 	return false
 }
 
-// Build featurizes the entries with f on up to workers goroutines. classes
-// nil takes the sorted union of the entries' labels and passage labels.
-func Build(ctx context.Context, entries []text.Entry, classes []string, f text.Featurizer, workers int) (*Corpus, error) {
-	f, err := f.Normalized()
+// Options say how documents become bags.
+type Options struct {
+	// Featurizer makes the passages and their vectors.
+	Featurizer text.Featurizer
+	// GTPassages makes the ground-truth passages the instances, instead
+	// of the featurizer's own passages: what a perfect segmenter would
+	// give, the ceiling of the service's segmentation.
+	GTPassages bool
+	// Classes is the class vocabulary; nil takes the sorted union of the
+	// entries' labels and passage labels.
+	Classes []string
+	// Workers featurize documents at once (<= 0: GOMAXPROCS).
+	Workers int
+}
+
+// Load reads a document manifest (text.ReadManifestFile) and builds it.
+func Load(ctx context.Context, path string, opt Options) (*Corpus, error) {
+	es, err := text.ReadManifestFile(path)
 	if err != nil {
 		return nil, err
 	}
+	c, err := Build(ctx, es, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Data.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return c, nil
+}
+
+// Build featurizes the entries.
+func Build(ctx context.Context, entries []text.Entry, opt Options) (*Corpus, error) {
+	f, err := opt.Featurizer.Normalized()
+	if err != nil {
+		return nil, err
+	}
+	classes, workers := opt.Classes, opt.Workers
 	if classes == nil {
 		set := map[string]bool{}
 		for _, e := range entries {
@@ -126,7 +151,7 @@ func Build(ctx context.Context, entries []text.Entry, classes []string, f text.F
 	for range workers {
 		wg.Go(func() {
 			for i := range jobs {
-				errs[i] = c.build(i, f, index)
+				errs[i] = c.build(i, f, opt.GTPassages, index)
 			}
 		})
 	}
@@ -153,9 +178,19 @@ func Build(ctx context.Context, entries []text.Entry, classes []string, f text.F
 	return c, nil
 }
 
-func (c *Corpus) build(i int, f text.Featurizer, index map[string]int) error {
+func (c *Corpus) build(i int, f text.Featurizer, gtPassages bool, index map[string]int) error {
 	e := c.Entries[i]
-	doc, err := f.Featurize(e.Text)
+	var doc text.Document
+	var err error
+	if gtPassages {
+		spans := make([]text.Span, len(e.Passages))
+		for k, p := range e.Passages {
+			spans[k] = text.Span{Start: p.Start, End: p.End}
+		}
+		doc, err = f.FeaturizeSpans(e.Text, spans)
+	} else {
+		doc, err = f.Featurize(e.Text)
+	}
 	if err != nil {
 		return fmt.Errorf("document %q: %w", e.ID, err)
 	}
@@ -312,70 +347,5 @@ func (c *Corpus) InstanceScore(test []*mil.Bag, preds []measure.Prediction) (map
 	if n.Passages == 0 {
 		return nil, fmt.Errorf("the %d test documents have no ground-truth passage", len(test))
 	}
-	return map[string]float64{measure.InstanceAccuracy: n.PassageAccuracy(), CharAccuracy: n.CharAccuracy()}, nil
-}
-
-// Config selects the protocol.
-type Config struct {
-	Mode    models.Mode
-	Folds   int
-	Seed    int64
-	Workers int
-	Params  models.Params
-}
-
-// Result is one kind's scores: the mean and standard deviation over the
-// folds (one fit in transductive mode).
-type Result struct {
-	Model            string        `json:"model"`
-	Mode             models.Mode   `json:"mode"`
-	Params           models.Params `json:"params,omitempty"`
-	Fits             int           `json:"fits"`
-	InstanceAccuracy eval.Stat     `json:"instance_accuracy"`
-	CharAccuracy     eval.Stat     `json:"char_accuracy"`
-	TrainSeconds     float64       `json:"train_seconds"`
-}
-
-// Run fits kind on each training part of the protocol and scores its
-// passage labels on the matching test documents.
-func Run(ctx context.Context, kind models.Kind, c *Corpus, cfg Config) (*Result, error) {
-	if cfg.Params == nil {
-		cfg.Params = models.Params{}
-	}
-	if err := kind.CheckParams(cfg.Params); err != nil {
-		return nil, err
-	}
-	fits, err := eval.Plan(c.Data, eval.Config{Mode: cfg.Mode, Folds: cfg.Folds, Repeats: 1, Seed: cfg.Seed})
-	if err != nil {
-		return nil, err
-	}
-	if len(fits) == 0 {
-		return nil, fmt.Errorf("protocol %s with %d folds has no fit", cfg.Mode, cfg.Folds)
-	}
-	res := &Result{Model: kind.Name, Mode: cfg.Mode, Params: cfg.Params, Fits: len(fits)}
-	var pa, ca []float64
-	for _, fit := range fits {
-		start := time.Now()
-		m, err := kind.Fit(ctx, kind.DataFor(c.Data.Subset(fit.Train)), models.FitOptions{Seed: cfg.Seed + int64(fit.Fold), Params: cfg.Params, Workers: cfg.Workers})
-		if err != nil {
-			return nil, fmt.Errorf("%s fold %d: fit: %w", kind.Name, fit.Fold, err)
-		}
-		res.TrainSeconds += time.Since(start).Seconds()
-		test := make([]*mil.Bag, len(fit.Test))
-		for j, i := range fit.Test {
-			test[j] = kind.BagFor(&c.Data.Bags[i], c.Data.Dim)
-		}
-		preds, err := measure.Predict(ctx, m, test, cfg.Mode, cfg.Workers)
-		if err != nil {
-			return nil, fmt.Errorf("%s fold %d: %w", kind.Name, fit.Fold, err)
-		}
-		scores, err := c.InstanceScore(test, preds)
-		if err != nil {
-			return nil, fmt.Errorf("%s fold %d: %w", kind.Name, fit.Fold, err)
-		}
-		pa = append(pa, scores[measure.InstanceAccuracy])
-		ca = append(ca, scores[CharAccuracy])
-	}
-	res.InstanceAccuracy, res.CharAccuracy = eval.NewStat(pa), eval.NewStat(ca)
-	return res, nil
+	return map[string]float64{measure.InstanceAccuracy: n.PassageAccuracy(), eval.CharAccuracy: n.CharAccuracy()}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -55,7 +56,8 @@ func TestPaintMatchesReference(t *testing.T) {
 }
 
 // TestScore: two ground-truth passages of a made-up document scored by
-// hand, through windows that straddle them.
+// hand, through windows that straddle them; then as the ground-truth
+// passages themselves (Options.GTPassages).
 func TestScore(t *testing.T) {
 	//                 0         1         2         3
 	//                 0123456789012345678901234567890123456
@@ -63,7 +65,7 @@ func TestScore(t *testing.T) {
 	es := []text.Entry{{ID: "d", Text: doc, Labels: []string{"autos", "baseball"}, Passages: []text.GTPassage{
 		{Start: 0, End: 15, Label: "autos"}, {Start: 17, End: 36, Label: "baseball"}}}}
 	f := text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Windows, Window: 4, Stride: 2}, Dim: 32}
-	c, err := Build(context.Background(), es, nil, f, 1)
+	c, err := Build(context.Background(), es, Options{Featurizer: f, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,20 +105,19 @@ func TestScore(t *testing.T) {
 		t.Fatalf("all baseball: %+v", s)
 	}
 	m, err := c.InstanceScore([]*mil.Bag{&c.Data.Bags[0]}, []measure.Prediction{{InstanceLabels: []int{1, 1, 1, 1}}})
-	if err != nil || m[measure.InstanceAccuracy] != 0.5 || m[CharAccuracy] != 15.0/27 {
+	if err != nil || m[measure.InstanceAccuracy] != 0.5 || m[eval.CharAccuracy] != 15.0/27 {
 		t.Fatalf("InstanceScore %v, %v", m, err)
 	}
-}
-
-func TestInheritedRepeatsPerLabel(t *testing.T) {
-	d := &mil.Dataset{Classes: []string{"a", "b", "c"}, Dim: 4, Bags: []mil.Bag{
-		{ID: "x", Labels: []int{0, 2}, InstanceLabels: []int{1, 1}, Sparse: []mil.SparseVec{{Idx: []int32{0}, Val: []float64{1}}, {Idx: []int32{3}, Val: []float64{2}}}},
-		{ID: "y", Labels: []int{}, Sparse: []mil.SparseVec{{Idx: []int32{1}, Val: []float64{1}}}},
-	}}
-	got := inherited(d)
-	if len(got.Bags) != 1 || !reflect.DeepEqual(got.Bags[0].InstanceLabels, []int{0, 2, 0, 2}) ||
-		got.Bags[0].Sparse[1].Idx[0] != 0 || got.Bags[0].Sparse[2].Idx[0] != 3 {
-		t.Fatalf("inherited %+v", got.Bags)
+	g, err := Build(context.Background(), es, Options{Featurizer: f, GTPassages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g.Spans[0], []text.Span{{Start: 0, End: 15, ByteStart: 0, ByteEnd: 15}, {Start: 17, End: 36, ByteStart: 17, ByteEnd: 36}}) ||
+		!reflect.DeepEqual(g.Data.Bags[0].InstanceLabels, []int{0, 1}) {
+		t.Fatalf("ground-truth passages %+v, labels %v", g.Spans[0], g.Data.Bags[0].InstanceLabels)
+	}
+	if s, _ := g.Score(0, []int{0, 1}); s != (Counts{Passages: 2, PassagesRight: 2, Chars: 27, CharsRight: 27}) {
+		t.Fatalf("ground-truth passages, right labels: %+v", s)
 	}
 }
 
