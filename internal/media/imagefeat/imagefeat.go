@@ -105,6 +105,7 @@ func (f *Featurizer) Identity() media.Featurizer {
 		ps["compactness"] = g(s.Compactness)
 		ps["iterations"] = strconv.Itoa(s.Iterations)
 		ps["merge_distance"] = g(s.MergeDistance)
+		ps["min_regions"] = strconv.Itoa(s.MinRegions)
 		ps["max_regions"] = strconv.Itoa(s.MaxRegions)
 		ps["min_area"] = g(s.MinArea)
 	case SegGrid:

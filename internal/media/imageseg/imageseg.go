@@ -72,6 +72,11 @@ type Params struct {
 	// MergeDistance: adjacent regions whose mean colours are closer than
 	// this (CIE76 ΔE) are merged.
 	MergeDistance float64
+	// MinRegions: merging stops when this many regions are left, so that
+	// each of a photo's labels can have a region of its own (a model
+	// reading a bag label as the union of its instances' labels cannot
+	// give four labels to three regions). Specks are joined regardless.
+	MinRegions int
 	// MaxRegions: merging goes on past MergeDistance until at most this
 	// many regions are left.
 	MaxRegions int
@@ -83,7 +88,7 @@ type Params struct {
 // DefaultParams are the settings tuned on the development photos
 // (msrc_v2_dev): see docs/media.md.
 func DefaultParams() Params {
-	return Params{Superpixels: 150, Compactness: 10, Iterations: 3, MergeDistance: 14, MaxRegions: 8, MinArea: 0.01}
+	return Params{Superpixels: 150, Compactness: 10, Iterations: 3, MergeDistance: 8, MinRegions: 6, MaxRegions: 16, MinArea: 0.005}
 }
 
 // ErrParams marks settings a segmenter cannot run with.
@@ -102,6 +107,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: merge distance %v", ErrParams, p.MergeDistance)
 	case p.MaxRegions < 1:
 		return fmt.Errorf("%w: max regions %d < 1", ErrParams, p.MaxRegions)
+	case p.MinRegions < 1 || p.MinRegions > p.MaxRegions:
+		return fmt.Errorf("%w: min regions %d outside [1, max regions %d]", ErrParams, p.MinRegions, p.MaxRegions)
 	case !(p.MinArea >= 0 && p.MinArea < 1):
 		return fmt.Errorf("%w: min area %v outside [0, 1)", ErrParams, p.MinArea)
 	}
@@ -115,7 +122,7 @@ func Regions(lab *photo.Lab, p Params) (*Segmentation, error) {
 		return nil, err
 	}
 	s := SLIC(lab, p.Superpixels, p.Compactness, p.Iterations)
-	return Merge(lab, s, p.MergeDistance, p.MaxRegions, int(p.MinArea*float64(lab.W*lab.H))), nil
+	return Merge(lab, s, p.MergeDistance, p.MinRegions, p.MaxRegions, int(p.MinArea*float64(lab.W*lab.H))), nil
 }
 
 // SLIC returns the superpixels of lab (Achanta et al. 2012, without the
@@ -271,13 +278,14 @@ func Components(s *Segmentation, minSize int) *Segmentation {
 
 // Merge makes s connected (Components), joins each speck (a piece below a
 // quarter of the mean size of s's regions: SLIC leaves them along edges)
-// to its neighbour of closest mean colour, and merges the regions: while some
-// region is smaller than minArea pixels, or more than maxRegions are
-// left, or some adjacent pair's mean colours are closer than distance
-// (CIE76 ΔE), the adjacent pair to merge is the one with the smallest
-// key: small regions before any other, then the smallest ΔE; ties go to
-// the lower region indices. The result is renumbered by first pixel.
-func Merge(lab *photo.Lab, s *Segmentation, distance float64, maxRegions, minArea int) *Segmentation {
+// to its neighbour of closest mean colour, and merges the regions: while
+// more than minRegions are left and some region is smaller than minArea
+// pixels, or more than maxRegions are left, or some adjacent pair's mean
+// colours are closer than distance (CIE76 ΔE), the adjacent pair to merge
+// is the one with the smallest key: small regions before any other, then
+// the smallest ΔE; ties go to the lower region indices. The result is
+// renumbered by first pixel.
+func Merge(lab *photo.Lab, s *Segmentation, distance float64, minRegions, maxRegions, minArea int) *Segmentation {
 	c := Components(s, 0)
 	speck := float64(len(s.Labels) / max(1, s.N) / 4)
 	w := c.W
@@ -408,7 +416,7 @@ func Merge(lab *photo.Lab, s *Segmentation, distance float64, maxRegions, minAre
 	}
 	edges = uniq
 	d2 := distance * distance
-	for alive > 1 {
+	for alive > max(1, minRegions) {
 		bestSmall, bestD := false, math.Inf(1)
 		bi := -1
 		live := edges[:0]

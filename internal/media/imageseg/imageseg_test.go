@@ -33,7 +33,9 @@ func twoTone(w, h int, seed uint64) *photo.Image {
 
 func TestRegionsFindsTheTwoHalves(t *testing.T) {
 	img := twoTone(90, 60, 7)
-	s, err := imageseg.Regions(img.ToLab(), imageseg.DefaultParams())
+	p := imageseg.DefaultParams()
+	p.MinRegions = 1
+	s, err := imageseg.Regions(img.ToLab(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestComponentsAndMerge(t *testing.T) {
 			}
 		}
 		lab := twoTone(w, h, rng.Uint64()).ToLab()
-		m := imageseg.Merge(lab, s, 5, 3, 0)
+		m := imageseg.Merge(lab, s, 5, 1, 3, 0)
 		if !connected(m) || m.N > max(3, 1) {
 			t.Fatalf("merge left %d regions (max 3) or a disconnected one", m.N)
 		}
@@ -201,5 +203,27 @@ func TestQualityHandWorked(t *testing.T) {
 		if ue := imageseg.UndersegmentationError(s, gt); ue != tc.ue {
 			t.Errorf("%v: undersegmentation %v, want %v", tc.labels, ue, tc.ue)
 		}
+	}
+}
+
+// TestMinRegions: merging stops at MinRegions regions, however alike their
+// colours.
+func TestMinRegions(t *testing.T) {
+	lab := twoTone(90, 60, 7).ToLab()
+	for _, minRegions := range []int{1, 2, 4, 6} {
+		p := imageseg.DefaultParams()
+		p.MinRegions, p.MergeDistance = minRegions, 1000
+		s, err := imageseg.Regions(lab, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.N != minRegions {
+			t.Errorf("min regions %d: %d regions", minRegions, s.N)
+		}
+	}
+	p := imageseg.DefaultParams()
+	p.MinRegions = p.MaxRegions + 1
+	if _, err := imageseg.Regions(lab, p); err == nil {
+		t.Error("min regions above max regions accepted")
 	}
 }

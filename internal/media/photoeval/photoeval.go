@@ -343,6 +343,11 @@ func (t *truth) score(labels []int, q int) (Counts, error) {
 func (d *Data) Score(test []*mil.Bag, preds []measure.Prediction) (map[string]float64, error) {
 	var total Counts
 	q := len(d.Dataset.Classes)
+	if len(preds) > 0 && preds[0].InstanceLabels == nil {
+		// A bag-level model (MIER): no region is labeled, so there is no
+		// region or pixel accuracy, as measure reports no instance accuracy.
+		return map[string]float64{}, nil
+	}
 	for i, b := range test {
 		t := d.truth[b.ID]
 		if t == nil {

@@ -98,6 +98,9 @@ func TestBuildSample(t *testing.T) {
 		if w, _ := d.Score(test, wrong); w[measure.InstanceAccuracy] != 0 || w[eval.PixelAccuracy] != 0 {
 			t.Fatalf("a class in no photo scored %v", w)
 		}
+		if m, err := d.Score(test, make([]measure.Prediction, 3)); err != nil || len(m) != 0 {
+			t.Fatalf("a bag-level model's predictions: %v, %v; want no instance measures", m, err)
+		}
 		t.Logf("gt regions %v: %d instances, best-case region accuracy %.3f, pixel accuracy %.3f", gt,
 			d.Dataset.NumInstances(), m[measure.InstanceAccuracy], m[eval.PixelAccuracy])
 	}
