@@ -53,69 +53,49 @@ const (
 	HausdorffMax = "max"
 )
 
-// ParamSpecs declares the keys ParseConfig reads, shared by every kind that
-// builds a Model.
-func ParamSpecs() []models.ParamSpec {
-	return []models.ParamSpec{
-		{Name: "metric", Type: models.ParamEnum, Values: []string{MetricLearned, MetricEuclidean}, Default: MetricLearned,
-			Doc: "learned Mahalanobis metric, or the identity (same centroids and citation-kNN: the papers' baseline)"},
-		{Name: "kernel", Type: models.ParamEnum, Values: []string{KernelLinear, KernelRBF, KernelChi2}, Default: KernelLinear,
-			Doc: "feature map: identity, RBF exp(-gamma |a-b|^2), or chi2 exp(-gamma D_chi2) on l1-normalized non-negative vectors"},
-		{Name: "gamma", Type: models.ParamFloat, Default: "0", Doc: "kernel width; 0 = 1 / mean pairwise distance (sampled)"},
-		{Name: "landmarks", Type: models.ParamInt, Default: "500", Doc: "Nystrom landmarks of a kernel; 0 = every training instance (exact, O(n^3))"},
-		{Name: "center", Type: models.ParamBool, Default: "true", Doc: "subtract the training mean of the features before learning"},
-		{Name: "rule", Type: models.ParamEnum, Values: []string{RuleCentroid, RuleAlpha}, Default: RuleCentroid,
-			Doc: "instance labels: closest centroid (eq. 15) or the alpha rule (eq. 16, needs metric=learned)"},
-		{Name: "alpha", Type: models.ParamFloat, Default: "0.25", Doc: "alpha of eq. 16 (not used in training)"},
-		{Name: "refs", Type: models.ParamInt, Default: "20", Doc: "citation-kNN references r (refs=citers=0: bag labels = union of instance labels)"},
-		{Name: "citers", Type: models.ParamInt, Default: "20", Doc: "citation-kNN citers c"},
-		{Name: "hausdorff", Type: models.ParamEnum, Values: []string{HausdorffMin, HausdorffMax}, Default: HausdorffMin,
-			Doc: "bag distance of citation-kNN: minimal or maximal Hausdorff"},
+// Params declares the keys of Config once, shared by every kind that
+// builds a Model: their type, range, doc and the field each sets.
+func Params() models.Decls[Config] {
+	return models.Decls[Config]{
+		models.Enum("metric", func(c *Config) *string { return &c.Metric }, []string{MetricLearned, MetricEuclidean},
+			"learned Mahalanobis metric, or the identity (same centroids and citation-kNN: the papers' baseline)"),
+		models.Enum("kernel", func(c *Config) *string { return &c.Kernel }, []string{KernelLinear, KernelRBF, KernelChi2},
+			"feature map: identity, RBF exp(-gamma |a-b|^2), or chi2 exp(-gamma D_chi2) on l1-normalized non-negative vectors"),
+		models.Float("gamma", func(c *Config) *float64 { return &c.Gamma }, "kernel width; 0 = 1 / mean pairwise distance (sampled)"),
+		models.Int("landmarks", func(c *Config) *int { return &c.Landmarks }, "Nystrom landmarks of a kernel; 0 = every training instance (exact, O(n^3))").AtLeast(0),
+		models.Bool("center", func(c *Config) *bool { return &c.Center }, "subtract the training mean of the features before learning"),
+		models.Enum("rule", func(c *Config) *string { return &c.Rule }, []string{RuleCentroid, RuleAlpha},
+			"instance labels: closest centroid (eq. 15) or the alpha rule (eq. 16, needs metric=learned)"),
+		models.Float("alpha", func(c *Config) *float64 { return &c.Alpha }, "alpha of eq. 16 (not used in training)").Finite(),
+		models.Int("refs", func(c *Config) *int { return &c.Refs }, "citation-kNN references r (refs=citers=0: bag labels = union of instance labels)").AtLeast(0),
+		models.Int("citers", func(c *Config) *int { return &c.Citers }, "citation-kNN citers c").AtLeast(0),
+		models.Enum("hausdorff", func(c *Config) *string { return &c.Hausdorff }, []string{HausdorffMin, HausdorffMax},
+			"bag distance of citation-kNN: minimal or maximal Hausdorff"),
 	}
 }
 
-// ParseConfig reads the shared parameters, with their defaults.
+// DefaultConfig is the configuration of no parameter given.
+func DefaultConfig() Config {
+	return Config{Metric: MetricLearned, Center: true, Kernel: KernelLinear, Landmarks: 500, Rule: RuleCentroid,
+		Alpha: 0.25, Refs: 20, Citers: 20, Hausdorff: HausdorffMin}
+}
+
+// ParamSpecs declares the keys ParseConfig reads, with their defaults.
+func ParamSpecs() []models.ParamSpec { return Params().Specs(DefaultConfig()) }
+
+// ParseConfig reads the shared parameters, with their defaults; the keys
+// of the kind's own (mimlca's iters, say) are left to it.
 func ParseConfig(p models.Params) (Config, error) {
-	c := Config{
-		Metric:    p.String("metric", MetricLearned),
-		Kernel:    p.String("kernel", KernelLinear),
-		Rule:      p.String("rule", RuleCentroid),
-		Hausdorff: p.String("hausdorff", HausdorffMin),
-	}
-	var err error
-	if c.Center, err = p.Bool("center", true); err != nil {
+	c := DefaultConfig()
+	d := Params()
+	if err := d.Set(p, &c); err != nil {
 		return c, err
 	}
-	if c.Gamma, err = p.Float("gamma", 0); err != nil {
+	if err := d.Check("metriclearn", c); err != nil {
 		return c, err
 	}
-	if c.Landmarks, err = p.Int("landmarks", 500); err != nil {
-		return c, err
-	}
-	if c.Alpha, err = p.Float("alpha", 0.25); err != nil {
-		return c, err
-	}
-	if c.Refs, err = p.Int("refs", 20); err != nil {
-		return c, err
-	}
-	if c.Citers, err = p.Int("citers", 20); err != nil {
-		return c, err
-	}
-	switch {
-	case c.Metric != MetricLearned && c.Metric != MetricEuclidean:
-		return c, fmt.Errorf("param metric=%q: want learned or euclidean", c.Metric)
-	case c.Rule != RuleCentroid && c.Rule != RuleAlpha:
-		return c, fmt.Errorf("param rule=%q: want centroid or alpha", c.Rule)
-	case c.Rule == RuleAlpha && c.Metric == MetricEuclidean:
+	if c.Rule == RuleAlpha && c.Metric == MetricEuclidean {
 		return c, fmt.Errorf("param rule=alpha needs metric=learned (eq. 16 reads the learned projection)")
-	case c.Hausdorff != HausdorffMin && c.Hausdorff != HausdorffMax:
-		return c, fmt.Errorf("param hausdorff=%q: want min or max", c.Hausdorff)
-	case c.Refs < 0 || c.Citers < 0:
-		return c, fmt.Errorf("params refs=%d citers=%d must be >= 0", c.Refs, c.Citers)
-	case c.Landmarks < 0:
-		return c, fmt.Errorf("param landmarks=%d must be >= 0", c.Landmarks)
-	case math.IsNaN(c.Alpha) || math.IsInf(c.Alpha, 0):
-		return c, fmt.Errorf("param alpha=%v must be finite", c.Alpha)
 	}
 	return c, nil
 }

@@ -139,6 +139,39 @@ func (d Decl[C]) Optional() Decl[C] {
 	return d
 }
 
+// AppendDoc adds text to the doc line (a kind's note on a shared
+// parameter).
+func (d Decl[C]) AppendDoc(s string) Decl[C] { d.spec.Doc += s; return d }
+
+// With returns ds with the declaration named name changed by f.
+func (ds Decls[C]) With(name string, f func(Decl[C]) Decl[C]) Decls[C] {
+	out := slices.Clone(ds)
+	for i, d := range out {
+		if d.spec.Name == name {
+			out[i] = f(d)
+		}
+	}
+	return out
+}
+
+// Embed returns the declarations of an inner configuration I bound to the
+// part of O that field returns, so that a kind declares its parameters as
+// those of a shared configuration plus its own.
+func Embed[O, I any](ds Decls[I], field func(*O) *I) Decls[O] {
+	out := make(Decls[O], len(ds))
+	for i, d := range ds {
+		e := Decl[O]{spec: d.spec, lo: d.lo, hi: d.hi, loOpen: d.loOpen, hiOpen: d.hiOpen, finite: d.finite, note: d.note,
+			noDefault: d.noDefault, omitZero: d.omitZero, allowEmpty: d.allowEmpty,
+			set: func(o *O, v string) error { return d.set(field(o), v) },
+			get: func(o *O) string { return d.get(field(o)) }}
+		if d.num != nil {
+			e.num = func(o *O) float64 { return d.num(field(o)) }
+		}
+		out[i] = e
+	}
+	return out
+}
+
 // Name returns the declared key.
 func (d Decl[C]) Name() string { return d.spec.Name }
 
@@ -162,6 +195,20 @@ func (ds Decls[C]) Specs(def C) []ParamSpec {
 func (ds Decls[C]) Bind(p Params, c *C) error {
 	if err := CheckParams(ds.Specs(*c), p); err != nil {
 		return err
+	}
+	return ds.Set(p, c)
+}
+
+// Set is Bind for a configuration shared by several kinds (metric
+// learning's): it sets the declared keys p gives and ignores the others,
+// which the kind's own declarations read and its Bind refuses.
+func (ds Decls[C]) Set(p Params, c *C) error {
+	for _, d := range ds {
+		if v, ok := p[d.spec.Name]; ok {
+			if err := d.spec.Check(v); err != nil {
+				return err
+			}
+		}
 	}
 	for _, d := range ds {
 		if v, ok := p[d.spec.Name]; ok {

@@ -33,31 +33,48 @@ func Kind() models.Kind {
 
 var _ models.Model = (*metriclearn.Model)(nil)
 
-// ParamSpecs declares the keys Fit reads: those of metriclearn.ParseConfig
-// and the MIMLCA-specific ones (see doc.go).
-func ParamSpecs() []models.ParamSpec {
-	shared := metriclearn.ParamSpecs()
-	for i := range shared {
-		// select=cv (the default) searches hausdorff unless it is given,
-		// so its absence is not the same as its fixed default.
-		if shared[i].Name == "hausdorff" {
-			shared[i].Default = ""
-			shared[i].Doc += " (default: chosen by select=cv; min with select=none)"
-		}
-	}
+// config is every parameter of the kind: metric learning's shared ones
+// and MIMLCA's own.
+type config struct {
+	ml       metriclearn.Config
+	opt      Options
+	sel      string
+	selFolds int
+	selScore float64 // recorded by select=cv; ignored as input
+}
+
+// params declares every key Fit reads once: metric learning's (see
+// metriclearn.Params) and MIMLCA's own (see doc.go).
+func params() models.Decls[config] {
+	shared := models.Embed(metriclearn.Params(), func(c *config) *metriclearn.Config { return &c.ml })
+	// select=cv (the default) searches hausdorff unless it is given, so
+	// its absence is not the same as its fixed default.
+	shared = shared.With("hausdorff", func(d models.Decl[config]) models.Decl[config] {
+		return d.DefaultVaries().AppendDoc(" (default: chosen by select=cv; min with select=none)")
+	})
 	return append(shared,
-		models.ParamSpec{Name: "iters", Type: models.ParamInt, Default: "50", Doc: "maximum adapted k-means iterations per restart"},
-		models.ParamSpec{Name: "restarts", Type: models.ParamInt, Default: "10", Doc: "random initializations of the assignment after the authors' deterministic start (0: that start alone); lowest eq. 12 objective wins"},
-		models.ParamSpec{Name: "assign", Type: models.ParamEnum, Values: []string{"input", "kernel"}, Default: "input",
-			Doc: "space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"},
-		models.ParamSpec{Name: "capacity", Type: models.ParamInt, Doc: "instances of a bag one candidate label may take (1: eq. 2 of the paper; default: chosen among 1, 9 by select=cv, 1 with select=none)"},
-		models.ParamSpec{Name: "select", Type: models.ParamEnum, Values: []string{SelectCV, SelectNone}, Default: SelectCV,
-			Doc: "cv: choose capacity and hausdorff by inner cross-validation on the training bags; none: the paper's fixed settings"},
-		models.ParamSpec{Name: ParamSelectFolds, Type: models.ParamInt, Default: "3", Doc: "inner folds of select=cv, >= 2"},
-		models.ParamSpec{Name: ParamSelectScore, Type: models.ParamFloat,
-			Doc: "recorded by select=cv in Meta().Params (the winner's inner average precision); ignored as input"},
+		models.Int("iters", func(c *config) *int { return &c.opt.Iters }, "maximum adapted k-means iterations per restart").AtLeast(1),
+		models.Int("restarts", func(c *config) *int { return &c.opt.Restarts },
+			"random initializations of the assignment after the authors' deterministic start (0: that start alone); lowest eq. 12 objective wins").AtLeast(0),
+		models.Enum("assign", func(c *config) *string { return &c.opt.Assign }, []string{"input", "kernel"},
+			"space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"),
+		models.Int("capacity", func(c *config) *int { return &c.opt.Capacity },
+			"instances of a bag one candidate label may take (1: eq. 2 of the paper; default: chosen among 1, 9 by select=cv, 1 with select=none)").AtLeast(1).DefaultVaries(),
+		models.Enum("select", func(c *config) *string { return &c.sel }, []string{SelectCV, SelectNone},
+			"cv: choose capacity and hausdorff by inner cross-validation on the training bags; none: the paper's fixed settings"),
+		models.Int(ParamSelectFolds, func(c *config) *int { return &c.selFolds }, "inner folds of select=cv").AtLeast(2),
+		models.Float(ParamSelectScore, func(c *config) *float64 { return &c.selScore },
+			"recorded by select=cv in Meta().Params (the winner's inner average precision); ignored as input").DefaultVaries(),
 	)
 }
+
+func defaultConfig() config {
+	return config{ml: metriclearn.DefaultConfig(), opt: Options{Iters: 50, Restarts: 10, Capacity: 1, Assign: "input"},
+		sel: SelectCV, selFolds: 3}
+}
+
+// ParamSpecs declares the keys Fit reads, with their defaults.
+func ParamSpecs() []models.ParamSpec { return params().Specs(defaultConfig()) }
 
 // Options are the MIMLCA-specific parameters.
 type Options struct {
@@ -70,29 +87,19 @@ type Options struct {
 	Assign string
 }
 
+// parseConfig binds p through the declaration and checks the ranges.
+func parseConfig(p models.Params) (config, error) {
+	c := defaultConfig()
+	d := params()
+	if err := d.Bind(p, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", KindName, err)
+	}
+	return c, d.Check(KindName, c)
+}
+
 func parseOptions(p models.Params) (Options, error) {
-	o := Options{}
-	var err error
-	if o.Iters, err = p.Int("iters", 50); err != nil {
-		return o, err
-	}
-	if o.Restarts, err = p.Int("restarts", 10); err != nil {
-		return o, err
-	}
-	if o.Capacity, err = p.Int("capacity", 1); err != nil {
-		return o, err
-	}
-	if o.Capacity < 1 {
-		return o, fmt.Errorf("param capacity=%d must be >= 1", o.Capacity)
-	}
-	o.Assign = p.String("assign", "input")
-	if o.Assign != "input" && o.Assign != "kernel" {
-		return o, fmt.Errorf("param assign=%q: want input or kernel", o.Assign)
-	}
-	if o.Iters < 1 || o.Restarts < 0 {
-		return o, fmt.Errorf("params iters=%d restarts=%d: want iters >= 1, restarts >= 0", o.Iters, o.Restarts)
-	}
-	return o, nil
+	c, err := parseConfig(p)
+	return c.opt, err
 }
 
 // Fit runs Algorithm 1 of Law et al. 2017 on the labeled bags of train
@@ -106,12 +113,12 @@ func parseOptions(p models.Params) (Options, error) {
 // cross-validation on train (see Select); the Result is then the one of the
 // final refit.
 func Fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
-	switch s := opt.Params.String("select", SelectCV); s {
-	case SelectNone:
-	case SelectCV:
+	c, err := parseConfig(opt.Params)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	if c.sel == SelectCV {
 		return fitSelected(ctx, train, opt)
-	default:
-		return nil, Result{}, fmt.Errorf("param select=%q: want %s or %s", s, SelectNone, SelectCV)
 	}
 	return fit(ctx, train, opt)
 }

@@ -240,13 +240,11 @@ func fitGroup(ctx context.Context, train *mil.Dataset, cands []models.Params, g 
 // train with opt.Seed, so the model equals a direct fit with the chosen
 // parameters; Meta().Params records the choice and its inner score.
 func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
-	k, err := opt.Params.Int(ParamSelectFolds, 3)
+	c, err := parseConfig(opt.Params)
 	if err != nil {
 		return nil, Result{}, err
 	}
-	if k < 2 {
-		return nil, Result{}, fmt.Errorf("param %s=%d must be >= 2", ParamSelectFolds, k)
-	}
+	k := c.selFolds
 	cands := DefaultGrid().Candidates(opt.Params)
 	// Reject bad shared parameters before paying for the inner folds.
 	for _, p := range cands {
