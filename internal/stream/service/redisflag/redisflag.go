@@ -6,6 +6,7 @@ package redisflag
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -105,9 +106,37 @@ func (c Config) Options() (featurestore.Options, error) {
 	return o, nil
 }
 
+// ErrAuth marks a Redis that refused the credentials (a wrong password or
+// user, none where one is required, an ACL without PING): asking again
+// cannot help, so Connect ends at once and the service exits 1, as for a
+// wrong Kafka password.
+var ErrAuth = errors.New("redis refused the credentials")
+
+// authRefusals are the error prefixes of a Redis refusing credentials:
+// WRONGPASS and NOPERM (ACLs, Redis 6+), NOAUTH (a password required, none
+// given), and the "ERR AUTH ..." and "ERR invalid password" of a Redis
+// without ACLs.
+var authRefusals = []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR invalid username-password"}
+
+// authRefused reports whether err is Redis refusing the credentials.
+func authRefused(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range authRefusals {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Connect opens the Redis client (a cluster client for a cluster),
 // retrying until Redis answers or ctx ends: a service started before its
-// Redis must wait, not exit.
+// Redis must wait, not exit. A Redis that refuses the credentials ends it
+// at once with ErrAuth.
 func (c Config) Connect(ctx context.Context, log *slog.Logger) (redis.UniversalClient, error) {
 	o, err := c.Options()
 	if err != nil {
@@ -119,6 +148,9 @@ func (c Config) Connect(ctx context.Context, log *slog.Logger) (redis.UniversalC
 		if err == nil {
 			log.Info("redis connected", "redis", o)
 			return rdb, nil
+		}
+		if authRefused(err) {
+			return nil, fmt.Errorf("connect to redis: %w: %w (check --redis-password, --redis-password-file or the URL's user and password)", ErrAuth, err)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("connect to redis: %w", err)
