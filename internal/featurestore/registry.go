@@ -304,7 +304,9 @@ func (v malformedVersion) Error() string {
 	return fmt.Sprintf("malformed version %q (want v<N>, such as v1, or an alias: %s)", string(v), strings.Join(Aliases, ", "))
 }
 
-func (malformedVersion) Is(target error) bool { return target == ErrMalformedVersion || target == ErrNotFound }
+func (malformedVersion) Is(target error) bool {
+	return target == ErrMalformedVersion || target == ErrNotFound
+}
 
 // parseVersion returns N for "vN" (N >= 1).
 func parseVersion(v string) (int64, error) {
@@ -348,6 +350,29 @@ func (r *Registry) Get(ctx context.Context, version string) ([]byte, VersionMeta
 		return nil, VersionMeta{}, fmt.Errorf("get %s: %w", version, err)
 	}
 	return blob, meta, nil
+}
+
+// Meta returns a version's metadata without reading or verifying its blob
+// (Get does both): for what names a version, such as its ID.
+func (r *Registry) Meta(ctx context.Context, version string) (VersionMeta, error) {
+	if _, err := parseVersion(version); err != nil {
+		return VersionMeta{}, fmt.Errorf("meta: %w", err)
+	}
+	s, err := r.rdb.Get(ctx, r.metaKey(version)).Result()
+	if errors.Is(err, redis.Nil) {
+		return VersionMeta{}, fmt.Errorf("meta %s: %w", version, ErrNotFound)
+	}
+	if err != nil {
+		return VersionMeta{}, fmt.Errorf("meta %s: %w", version, err)
+	}
+	var meta VersionMeta
+	if err := json.Unmarshal([]byte(s), &meta); err != nil {
+		return VersionMeta{}, fmt.Errorf("meta %s: %w: %w", version, ErrCorrupt, err)
+	}
+	if meta.Version != version {
+		return VersionMeta{}, fmt.Errorf("meta %s: %w: metadata is for version %q", version, ErrCorrupt, meta.Version)
+	}
+	return meta, nil
 }
 
 // checkSignature verifies meta's signature of blob when the registry has a

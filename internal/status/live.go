@@ -73,14 +73,17 @@ func (c *Collector) readLive(ctx context.Context, models []Model, now time.Time)
 	slices.Reverse(pick)
 	var out []LiveVersion
 	for _, m := range pick {
-		tot, err := c.cfg.Quality.Total(ctx, m.Version)
+		// By the version's ID: a name reused after a registry reset must
+		// not show another model's scores.
+		key := quality.KeyOf(m.VersionMeta)
+		tot, err := c.cfg.Quality.Total(ctx, key)
 		if err != nil {
 			return nil, nil, err
 		}
 		if tot.Bags == 0 {
 			continue
 		}
-		series, err := c.cfg.Quality.Series(ctx, m.Version, now.Add(-c.cfg.LiveSince))
+		series, err := c.cfg.Quality.Series(ctx, key, now.Add(-c.cfg.LiveSince))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -73,6 +73,8 @@ type Verdict struct {
 // CandidateRegistry is what Judge uses of the model registry.
 type CandidateRegistry interface {
 	Alias(ctx context.Context, alias string) (string, error)
+	// Meta names a version's scores (KeyOf) without reading its blob.
+	Meta(ctx context.Context, version string) (featurestore.VersionMeta, error)
 	PromoteCandidate(ctx context.Context, version string, opts ...featurestore.PromoteOption) error
 	ClearCandidate(ctx context.Context, version string) error
 }
@@ -96,7 +98,15 @@ func Judge(ctx context.Context, reg CandidateRegistry, st *Store, p Policy, now 
 	if err != nil {
 		return nil, err
 	}
-	cs, ks, err := st.Shadow(ctx, cand, cur)
+	candMeta, err := reg.Meta(ctx, cand)
+	if err != nil {
+		return nil, err
+	}
+	curMeta, err := reg.Meta(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	cs, ks, err := st.Shadow(ctx, KeyOf(candMeta), KeyOf(curMeta))
 	if err != nil {
 		return nil, err
 	}

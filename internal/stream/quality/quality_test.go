@@ -71,6 +71,16 @@ func (p *pipeline) put(ds *mil.Dataset, params models.Params) (string, models.Mo
 	return meta.Version, m
 }
 
+// key is the key of a version's scores (quality.KeyOf).
+func (p *pipeline) key(version string) string {
+	p.t.Helper()
+	meta, err := p.reg.Meta(context.Background(), version)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return quality.KeyOf(meta)
+}
+
 // run starts the tracker and the annotator until the test ends.
 func (p *pipeline) run(rate float64, policy *quality.Policy) {
 	p.t.Helper()
@@ -196,7 +206,7 @@ func TestLiveInstanceAccuracyEqualsOffline(t *testing.T) {
 	off := acc.Result()
 	var live quality.Record
 	streamtest.WaitFor(t, 10*time.Second, "live scores of every sampled labeled bag in Redis", func() bool {
-		r, err := p.store.Total(context.Background(), version)
+		r, err := p.store.Total(context.Background(), p.key(version))
 		live = r
 		return err == nil && r.Bags >= int64(bags)
 	})
@@ -218,7 +228,7 @@ func TestLiveInstanceAccuracyEqualsOffline(t *testing.T) {
 	}
 	// The rolling window and the series hold the same bags (one run, well
 	// within the window).
-	w, err := p.store.Window(context.Background(), version, time.Now(), 10*time.Minute)
+	w, err := p.store.Window(context.Background(), p.key(version), time.Now(), 10*time.Minute)
 	if err != nil || w.Bags != live.Bags || w.Correct != live.Correct {
 		t.Errorf("window %+v (%v), total %+v", w, err, live)
 	}

@@ -209,6 +209,10 @@ func (r *candidateRegistry) Alias(_ context.Context, a string) (string, error) {
 	return "", featurestore.ErrNotFound
 }
 
+func (r *candidateRegistry) Meta(_ context.Context, v string) (featurestore.VersionMeta, error) {
+	return featurestore.VersionMeta{Version: v}, nil
+}
+
 func (r *candidateRegistry) PromoteCandidate(_ context.Context, v string, _ ...featurestore.PromoteOption) error {
 	r.promoted = append(r.promoted, v)
 	return nil

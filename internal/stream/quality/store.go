@@ -9,16 +9,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/featurestore"
 )
 
 // Store keeps the live scores in Redis, next to the model registry whose
-// versions they score. Key layout, with B = "{prefix}:quality" (the
-// registry's prefix, so the keys share its Redis Cluster slot):
+// versions they score. A version's scores are under its key (KeyOf: its
+// ID, never its name). Key layout, with B = "{prefix}:quality" (the
+// registry's prefix, so the keys share its Redis Cluster slot) and K a
+// version's key:
 //
-//	B:total:vN              hash of a version's sums since it was first scored (expires 30 days after the last)
-//	B:bucket:vN:T           hash of its sums over the bucket starting at unix second T (expires after Retain)
-//	B:buckets:vN            sorted set of its bucket starts
-//	B:shadow:vC:vK          hash of candidate vC's and current vK's sums over the same bags ("cand:" and "cur:" fields)
+//	B:total:K               hash of a version's sums since it was first scored (expires 30 days after the last)
+//	B:bucket:K:T            hash of its sums over the bucket starting at unix second T (expires after Retain)
+//	B:buckets:K             sorted set of its bucket starts
+//	B:shadow:KC:KK          hash of candidate KC's and current KK's sums over the same bags ("cand:" and "cur:" fields)
 //	B:verdicts              the latest shadow verdicts, JSON, newest first
 //
 // Sums are added with HINCRBY/HINCRBYFLOAT, so any number of annotators
@@ -44,6 +48,17 @@ func NewStore(rdb redis.UniversalClient, prefix string, bucket, retain time.Dura
 		retain = 24 * time.Hour
 	}
 	return &Store{rdb: rdb, base: "{" + prefix + "}:quality", bucket: bucket, retain: retain}
+}
+
+// KeyOf is the key of a version's scores in the Store: its ID (a ULID,
+// unique forever), never its name, which starts again at v1 when the
+// registry is reset, so a new v5 would inherit an old v5's scores. A
+// version stored before IDs existed has only its name.
+func KeyOf(meta featurestore.VersionMeta) string {
+	if meta.ID != "" {
+		return meta.ID
+	}
+	return meta.Version
 }
 
 // Bucket is the width of the store's time buckets.

@@ -63,8 +63,8 @@ type Tracker struct {
 	shadow atomic.Pointer[shadowModel]
 
 	mu      sync.Mutex
-	pending map[string]Record       // version -> sums not yet in Redis
-	pairs   map[[2]string][2]Record // {candidate, current} -> their sums on the same bags
+	pending map[string]Record       // version key (KeyOf) -> sums not yet in Redis
+	pairs   map[[2]string][2]Record // {candidate, current} keys -> their sums on the same bags
 	// shown is what the gauges export, by alias.
 	shown map[string]Record
 
@@ -184,16 +184,16 @@ func (t *Tracker) Observe(ctx context.Context, m models.Model, meta featurestore
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := t.pending[meta.Version]
+	r := t.pending[KeyOf(meta)]
 	r.Add(cur)
-	t.pending[meta.Version] = r
+	t.pending[KeyOf(meta)] = r
 	if shadowed {
 		if candOK {
-			r := t.pending[sh.meta.Version]
+			r := t.pending[KeyOf(sh.meta)]
 			r.Add(cand)
-			t.pending[sh.meta.Version] = r
+			t.pending[KeyOf(sh.meta)] = r
 		}
-		k := [2]string{sh.meta.Version, meta.Version}
+		k := [2]string{KeyOf(sh.meta), KeyOf(meta)}
 		p := t.pairs[k]
 		p[0].Add(cand)
 		if candOK {
@@ -356,14 +356,19 @@ func (t *Tracker) refresh(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		meta, err := t.cfg.Registry.Meta(ctx, v)
+		if err != nil {
+			return err
+		}
+		key := KeyOf(meta)
 		var r Record
 		if a == featurestore.AliasPrevious {
 			// The previous version is no longer scored, so its window
 			// empties; its whole record as current is the baseline that
 			// the current version is compared with.
-			r, err = t.cfg.Store.Total(ctx, v)
+			r, err = t.cfg.Store.Total(ctx, key)
 		} else {
-			r, err = t.cfg.Store.Window(ctx, v, now, t.cfg.Window)
+			r, err = t.cfg.Store.Window(ctx, key, now, t.cfg.Window)
 		}
 		if err != nil {
 			return err
