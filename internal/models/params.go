@@ -215,3 +215,24 @@ func ParseParams(kvs []string) (Params, error) {
 	}
 	return p, nil
 }
+
+// MarkdownTable renders a kind's parameters as the Markdown table
+// docs/models.md shows (catalog's TestParamTablesInDocs holds the page to
+// it): name, type with its range or values, default ("-" where it depends
+// on the data or on other parameters) and doc.
+func MarkdownTable(specs []ParamSpec) string {
+	if len(specs) == 0 {
+		return "no parameters\n"
+	}
+	esc := strings.NewReplacer("|", `\|`).Replace
+	var b strings.Builder
+	b.WriteString("| param | type | default | what it does |\n|---|---|---|---|\n")
+	for _, s := range specs {
+		def := s.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` | %s |\n", s.Name, esc(s.TypeString()), esc(def), esc(s.Doc))
+	}
+	return b.String()
+}

@@ -18,12 +18,11 @@ import (
 	"github.com/mimlstream/mimlstream/internal/solver/softmax"
 )
 
-// SLRKind returns the supervised logistic regression kind ("slr"). Params:
-// l2 (float, default 1e-6, on the mean log-likelihood), iters (int, L-BFGS
-// iterations, default 3000) and scale (the feature transform fitted on the
-// training instances: zscore, the default, or none, unit, zunit, minmax as
-// for the SVM models; sparse data, such as text passages, trains on its
-// sparse rows with scale none). The paper's SLR is unregularised; the tiny default
+// SLRKind returns the supervised logistic regression kind ("slr"), its
+// parameters declared by slrDecls: l2 on the mean log-likelihood, L-BFGS
+// iters and the feature transform scale (sparse data, such as text
+// passages, trains on its sparse rows with scale none). The paper's SLR
+// is unregularised; the tiny default
 // L2 only keeps the optimum finite on separable data (on MSCV2, 10-fold,
 // raw features: l2=0 gives 60.8%, 1e-6 61.4%, 1e-4 55.6%, 1e-3 45.2%; paper
 // 60.2%).
@@ -32,12 +31,7 @@ func SLRKind() models.Kind {
 		Name:          "slr",
 		Description:   "multinomial logistic regression on the true instance labels (supervised upper bound, Pham et al. 2017)",
 		InstanceLevel: true,
-		Params: []models.ParamSpec{
-			{Name: "l2", Type: models.ParamFloat, Default: "1e-06", Doc: "L2 weight on the mean log-likelihood; keeps the optimum finite on separable data"},
-			{Name: "iters", Type: models.ParamInt, Default: "3000", Doc: "L-BFGS iterations"},
-			{Name: "scale", Type: models.ParamEnum, Values: []string{"zscore", "none", "unit", "zunit", "minmax"}, Default: "zscore",
-				Doc: "feature transform fitted on the training instances, stored in the model (none: raw features, the paper's)"},
-		},
+		Params:        slrDecls().Specs(defaultSLR()),
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return FitSLR(ctx, d, o)
 		},
@@ -45,6 +39,26 @@ func SLRKind() models.Kind {
 		Sparse: true,
 	}
 }
+
+// slrConfig holds SLR's parameters.
+type slrConfig struct {
+	L2    float64
+	Iters int
+	Scale ovr.Scaling
+}
+
+// slrDecls declares every key FitSLR reads once: its type, range, doc and
+// the field it sets.
+func slrDecls() models.Decls[slrConfig] {
+	return models.Decls[slrConfig]{
+		models.Float("l2", func(c *slrConfig) *float64 { return &c.L2 }, "L2 weight on the mean log-likelihood; keeps the optimum finite on separable data").AtLeast(0),
+		models.Int("iters", func(c *slrConfig) *int { return &c.Iters }, "L-BFGS iterations").AtLeast(1),
+		models.Enum("scale", func(c *slrConfig) *ovr.Scaling { return &c.Scale }, ovr.Scalings,
+			"feature transform fitted on the training instances, stored in the model (none: raw features, the paper's; sparse data: none only)"),
+	}
+}
+
+func defaultSLR() slrConfig { return slrConfig{L2: 1e-6, Iters: 3000, Scale: ovr.ScaleZScore} }
 
 var _ models.Model = (*SLR)(nil)
 
@@ -66,21 +80,14 @@ type slrState struct {
 // It errors (wrapping models.ErrBadInput) when there is none: the data set
 // cannot provide the upper bound.
 func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SLR, error) {
-	l2, err := opt.Params.Float("l2", 1e-6)
-	if err != nil {
+	cfg, decls := defaultSLR(), slrDecls()
+	if err := decls.Bind(opt.Params, &cfg); err != nil {
+		return nil, fmt.Errorf("slr: %w", err)
+	}
+	if err := decls.Check("slr", cfg); err != nil {
 		return nil, err
 	}
-	iters, err := opt.Params.Int("iters", 3000)
-	if err != nil {
-		return nil, err
-	}
-	if l2 < 0 || iters < 1 {
-		return nil, fmt.Errorf("slr: l2=%v must be >= 0 and iters=%d >= 1", l2, iters)
-	}
-	scale := opt.Params.String("scale", string(ovr.ScaleZScore))
-	if _, err := ovr.ParseScaling(scale); err != nil || scale == "" {
-		return nil, fmt.Errorf("slr: scale=%q (want zscore, none, unit, zunit or minmax)", scale)
-	}
+	l2, iters, scale := cfg.L2, cfg.Iters, string(cfg.Scale)
 	nc := len(train.Classes)
 	if nc == 0 || train.Dim <= 0 {
 		return nil, fmt.Errorf("slr: dataset has %d classes and dimension %d", nc, train.Dim)
@@ -145,6 +152,7 @@ func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SL
 		xs = scaled
 	}
 	var prob *softmax.Problem
+	var err error
 	if sparse {
 		prob, err = softmax.NewSparseProblem(nc, train.Dim, sxs, ts, l2, opt.Workers)
 	} else {
@@ -164,7 +172,7 @@ func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SL
 		opt.Progress(1, 1)
 	}
 	meta := models.Meta{Kind: "slr", Classes: train.Classes, Dim: train.Dim, InstanceLevel: true,
-		Params: models.Params{"l2": fmt.Sprint(l2), "iters": fmt.Sprint(iters), "scale": scale}}
+		Params: decls.Render(slrConfig{L2: l2, Iters: iters, Scale: ovr.Scaling(scale)})}
 	return &SLR{meta: meta, lr: lr, scaler: scaler}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sort"
-	"strconv"
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
@@ -34,41 +33,51 @@ func Kind() models.Kind {
 	}
 }
 
-// ParamSpecs declares the keys parseConfig reads (see doc.go).
-func ParamSpecs() []models.ParamSpec {
-	d := DefaultOptions(1)
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	b := strconv.FormatBool
-	return []models.ParamSpec{
-		{Name: "mode", Type: models.ParamEnum, Values: []string{ModeShared, ModePerBag, ModeNone}, Default: ModeShared,
-			Doc: "projection: one W from the pooled training instances, one per bag, or none (the holistic vector itself)"},
-		{Name: "classifier", Type: models.ParamEnum, Values: []string{ClassifierSVM, ClassifierKNN}, Default: ClassifierSVM,
-			Doc: "one-vs-rest RBF C-SVM, or k-nearest-neighbour vote (knn neighbours)"},
-		{Name: "holistic", Type: models.ParamEnum, Values: []string{HolisticMean, HolisticMedian, HolisticMax, HolisticBag}, Default: HolisticMean,
-			Doc: "holistic vector of a bag: per-feature mean, median or max of its instances, or the bag's own (bag: a photo's whole-image features; a bag without one is refused)"},
-		{Name: "projection", Type: models.ParamEnum, Values: []string{ProjectionL1, ProjectionPCA}, Default: ProjectionL1,
-			Doc: "shared mode: the paper's l1-norm ratio maximisation, or the top-r principal subspace (an ablation)"},
-		{Name: "fiton", Type: models.ParamEnum, Values: []string{FitInstances, FitHolistic}, Default: FitInstances,
-			Doc: "shared mode: fit the projection on the training instances or on the bags' holistic vectors"},
-		{Name: "r", Type: models.ParamInt, Doc: "projected dimension, in [1, d]; default max(1, round(d/10))"},
-		{Name: "k", Type: models.ParamInt, Default: "3", Doc: "neighbourhood size of the l1-norm ratio scatters"},
-		{Name: "beta", Type: models.ParamFloat, Default: f(d.Beta), Doc: "Armijo factor of the step search, in (0,1)"},
-		{Name: "maxiter", Type: models.ParamInt, Default: strconv.Itoa(d.MaxIter), Doc: "maximum outer iterations of the ratio maximisation"},
-		{Name: "backtrack", Type: models.ParamInt, Default: strconv.Itoa(d.MaxBacktrack), Doc: "maximum step halvings of one search"},
-		{Name: "tol", Type: models.ParamFloat, Default: f(d.Tol), Doc: "stop when the objective rises by less than tol relatively"},
-		{Name: "normalize", Type: models.ParamBool, Default: b(d.Normalize), Doc: "scale the gradient to the norm of W before the step (a deviation from the paper)"},
-		{Name: "guard", Type: models.ParamBool, Default: b(d.Guard), Doc: "keep W in the span of the global scatter's columns"},
-		{Name: "adaptive", Type: models.ParamBool, Default: b(d.Adaptive), Doc: "start each step search at the last accepted step over beta"},
-		{Name: "standardize", Type: models.ParamBool, Default: "true", Doc: "z-score the features over the training instances first"},
-		{Name: "knn", Type: models.ParamInt, Default: "3", Doc: "neighbours of the knn classifier"},
-		{Name: "top1", Type: models.ParamBool, Default: "true", Doc: "predict the top-scored label when none passes its threshold"},
-		{Name: "grid", Type: models.ParamEnum, Values: []string{"small", "paper", "none"}, Default: "small",
-			Doc: "SVM C and gamma search: 4x4 grid, the paper's 11x11 grid, or none (c and gamma as given)"},
-		{Name: "c", Type: models.ParamFloat, Default: "1", Doc: "SVM C with grid=none"},
-		{Name: "gamma", Type: models.ParamFloat, Default: "0", Doc: "SVM gamma with grid=none; 0 = 1 / mean squared distance of the representations"},
-		{Name: "cvfolds", Type: models.ParamInt, Default: "3", Doc: "folds of the SVM grid search, >= 2"},
+// decls declares every key parseConfig reads once (see doc.go): its
+// type, range, doc and the field it sets. r shows no default: it is a
+// tenth of the data's dimension, and at most that dimension (validate).
+func decls() models.Decls[config] {
+	return models.Decls[config]{
+		models.Enum("mode", func(c *config) *string { return &c.Mode }, []string{ModeShared, ModePerBag, ModeNone},
+			"projection: one W from the pooled training instances, one per bag, or none (the holistic vector itself)"),
+		models.Enum("classifier", func(c *config) *string { return &c.Classifier }, []string{ClassifierSVM, ClassifierKNN},
+			"one-vs-rest RBF C-SVM, or k-nearest-neighbour vote (knn neighbours)"),
+		models.Enum("holistic", func(c *config) *string { return &c.Holistic }, []string{HolisticMean, HolisticMedian, HolisticMax, HolisticBag},
+			"holistic vector of a bag: per-feature mean, median or max of its instances, or the bag's own (bag: a photo's whole-image features; a bag without one is refused)"),
+		models.Enum("projection", func(c *config) *string { return &c.Projection }, []string{ProjectionL1, ProjectionPCA},
+			"shared mode: the paper's l1-norm ratio maximisation, or the top-r principal subspace (an ablation)"),
+		models.Enum("fiton", func(c *config) *string { return &c.FitOn }, []string{FitInstances, FitHolistic},
+			"shared mode: fit the projection on the training instances or on the bags' holistic vectors"),
+		models.Int("r", func(c *config) *int { return &c.R }, "projected dimension, at most d; default max(1, round(d/10))").AtLeast(1).DefaultVaries(),
+		models.Int("k", func(c *config) *int { return &c.K }, "neighbourhood size of the l1-norm ratio scatters").AtLeast(1),
+		models.Float("beta", func(c *config) *float64 { return &c.Opt.Beta }, "Armijo factor of the step search").Above(0).Below(1),
+		models.Int("maxiter", func(c *config) *int { return &c.Opt.MaxIter }, "maximum outer iterations of the ratio maximisation").AtLeast(0),
+		models.Int("backtrack", func(c *config) *int { return &c.Opt.MaxBacktrack }, "maximum step halvings of one search").AtLeast(1),
+		models.Float("tol", func(c *config) *float64 { return &c.Opt.Tol }, "stop when the objective rises by less than tol relatively").AtLeast(0),
+		models.Bool("normalize", func(c *config) *bool { return &c.Opt.Normalize }, "scale the gradient to the norm of W before the step (a deviation from the paper)"),
+		models.Bool("guard", func(c *config) *bool { return &c.Opt.Guard }, "keep W in the span of the global scatter's columns"),
+		models.Bool("adaptive", func(c *config) *bool { return &c.Opt.Adaptive }, "start each step search at the last accepted step over beta"),
+		models.Bool("standardize", func(c *config) *bool { return &c.Standardize }, "z-score the features over the training instances first"),
+		models.Int("knn", func(c *config) *int { return &c.KNN }, "neighbours of the knn classifier").AtLeast(1),
+		models.Bool("top1", func(c *config) *bool { return &c.Top1 }, "predict the top-scored label when none passes its threshold"),
+		models.Enum("grid", func(c *config) *string { return &c.Grid }, []string{"small", "paper", "none"},
+			"SVM C and gamma search: 4x4 grid, the paper's 11x11 grid, or none (c and gamma as given)"),
+		models.Float("c", func(c *config) *float64 { return &c.C }, "SVM C with grid=none").Above(0),
+		models.Float("gamma", func(c *config) *float64 { return &c.Gamma }, "SVM gamma with grid=none; 0 = 1 / mean squared distance of the representations").AtLeast(0),
+		models.Int("cvfolds", func(c *config) *int { return &c.CVFolds }, "folds of the SVM grid search").AtLeast(2),
 	}
 }
+
+// defaultConfig is the setting of no parameter given, for data of
+// dimension dim.
+func defaultConfig(dim int, seed int64) config {
+	r := max(1, int(math.Round(float64(dim)/10)))
+	return config{Mode: ModeShared, Classifier: ClassifierSVM, Holistic: HolisticMean, Projection: ProjectionL1, FitOn: FitInstances,
+		R: r, K: 3, Opt: DefaultOptions(r), Standardize: true, KNN: 3, Top1: true, C: 1, Grid: "small", CVFolds: 3, Seed: seed}
+}
+
+// ParamSpecs declares the keys parseConfig reads (see doc.go).
+func ParamSpecs() []models.ParamSpec { return decls().Specs(defaultConfig(1, 0)) }
 
 // Projection modes (spec §1).
 const (
@@ -142,115 +151,28 @@ type config struct {
 
 // parseConfig reads the model parameters; every key is documented in doc.go.
 func parseConfig(p models.Params, dim int, seed int64) (config, error) {
-	c := config{
-		Mode:       p.String("mode", ModeShared),
-		Classifier: p.String("classifier", ClassifierSVM),
-		Holistic:   p.String("holistic", HolisticMean),
-		Projection: p.String("projection", ProjectionL1),
-		FitOn:      p.String("fiton", FitInstances),
-		Grid:       p.String("grid", "small"),
-		Seed:       seed,
-	}
-	var errs []error
-	get := func(key string, def int) int {
-		v, err := p.Int(key, def)
-		errs = append(errs, err)
-		return v
-	}
-	getf := func(key string, def float64) float64 {
-		v, err := p.Float(key, def)
-		errs = append(errs, err)
-		return v
-	}
-	getb := func(key string, def bool) bool {
-		v, err := p.Bool(key, def)
-		errs = append(errs, err)
-		return v
-	}
-	c.R = get("r", max(1, int(math.Round(float64(dim)/10))))
-	c.K = get("k", 3)
-	c.Opt = DefaultOptions(c.R)
-	c.Opt.Beta = getf("beta", c.Opt.Beta)
-	c.Opt.MaxIter = get("maxiter", c.Opt.MaxIter)
-	c.Opt.MaxBacktrack = get("backtrack", c.Opt.MaxBacktrack)
-	c.Opt.Tol = getf("tol", c.Opt.Tol)
-	c.Opt.Normalize = getb("normalize", c.Opt.Normalize)
-	c.Opt.Guard = getb("guard", c.Opt.Guard)
-	c.Opt.Adaptive = getb("adaptive", c.Opt.Adaptive)
-	c.Standardize = getb("standardize", true)
-	c.KNN = get("knn", 3)
-	c.Top1 = getb("top1", true)
-	c.C = getf("c", 1)
-	c.Gamma = getf("gamma", 0)
-	c.CVFolds = get("cvfolds", 3)
-	if err := errors.Join(errs...); err != nil {
+	c := defaultConfig(dim, seed)
+	if err := decls().Bind(p, &c); err != nil {
 		return c, fmt.Errorf("mier: %w", err)
 	}
+	c.Opt.R = c.R
 	return c, c.validate(dim)
 }
 
+// validate checks the declared ranges and the one that depends on the
+// data: r at most its dimension.
 func (c config) validate(dim int) error {
-	switch c.Mode {
-	case ModePerBag, ModeShared, ModeNone:
-	default:
-		return fmt.Errorf("mier: mode %q (want perbag, shared or none)", c.Mode)
+	if err := decls().Check(Name, c); err != nil {
+		return err
 	}
-	switch c.Classifier {
-	case ClassifierKNN, ClassifierSVM:
-	default:
-		return fmt.Errorf("mier: classifier %q (want knn or svm)", c.Classifier)
-	}
-	switch c.Holistic {
-	case HolisticMean, HolisticMedian, HolisticMax, HolisticBag:
-	default:
-		return fmt.Errorf("mier: holistic %q (want mean, median, max or bag)", c.Holistic)
-	}
-	switch c.Projection {
-	case ProjectionL1, ProjectionPCA:
-	default:
-		return fmt.Errorf("mier: projection %q (want l1ratio or pca)", c.Projection)
-	}
-	switch c.FitOn {
-	case FitInstances, FitHolistic:
-	default:
-		return fmt.Errorf("mier: fiton %q (want instances or holistic)", c.FitOn)
-	}
-	switch c.Grid {
-	case "none", "small", "paper":
-	default:
-		return fmt.Errorf("mier: grid %q (want none, small or paper)", c.Grid)
-	}
-	switch {
-	case c.R < 1 || c.R > dim:
+	if c.R > dim {
 		return fmt.Errorf("mier: r=%d must be in [1, d=%d]", c.R, dim)
-	case c.K < 1:
-		return fmt.Errorf("mier: neighbourhood k=%d must be positive", c.K)
-	case c.KNN < 1:
-		return fmt.Errorf("mier: knn=%d must be positive", c.KNN)
-	case !(c.Opt.Beta > 0 && c.Opt.Beta < 1):
-		return fmt.Errorf("mier: beta=%v must be in (0,1)", c.Opt.Beta)
-	case c.Opt.MaxIter < 0 || c.Opt.MaxBacktrack < 1 || c.Opt.Tol < 0:
-		return fmt.Errorf("mier: maxiter, backtrack or tol out of range")
-	case !(c.C > 0) || c.Gamma < 0 || c.CVFolds < 2:
-		return fmt.Errorf("mier: c=%v, gamma=%v, cvfolds=%d out of range", c.C, c.Gamma, c.CVFolds)
 	}
 	return nil
 }
 
 // params renders the resolved configuration for Meta.Params (provenance).
-func (c config) params() models.Params {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return models.Params{
-		"mode": c.Mode, "classifier": c.Classifier, "holistic": c.Holistic, "projection": c.Projection,
-		"fiton": c.FitOn, "r": strconv.Itoa(c.R), "k": strconv.Itoa(c.K), "beta": f(c.Opt.Beta),
-		"maxiter": strconv.Itoa(c.Opt.MaxIter), "backtrack": strconv.Itoa(c.Opt.MaxBacktrack),
-		"tol": f(c.Opt.Tol), "normalize": strconv.FormatBool(c.Opt.Normalize),
-		"guard": strconv.FormatBool(c.Opt.Guard), "adaptive": strconv.FormatBool(c.Opt.Adaptive),
-		"standardize": strconv.FormatBool(c.Standardize),
-		"knn":         strconv.Itoa(c.KNN), "top1": strconv.FormatBool(c.Top1),
-		"c": f(c.C), "gamma": f(c.Gamma), "grid": c.Grid, "cvfolds": strconv.Itoa(c.CVFolds),
-	}
-}
+func (c config) params() models.Params { return decls().Render(c) }
 
 // state is the serialized form of a model.
 type state struct {
