@@ -179,3 +179,47 @@ func TestDeclsCheck(t *testing.T) {
 		t.Errorf("an optional enum not given and an unbounded float: %v", err)
 	}
 }
+
+// TestDeclsEmbedSetWith: declarations of a shared configuration embedded
+// in a kind's bind, check and render through the outer configuration;
+// Set leaves keys it does not declare to the kind (and still refuses a
+// declared key's bad value), where Bind refuses them; With changes one
+// declaration only.
+func TestDeclsEmbedSetWith(t *testing.T) {
+	type outer struct {
+		Shared toyConfig
+		Own    int
+	}
+	shared := Embed(toyDecls(), func(o *outer) *toyConfig { return &o.Shared })
+	shared = shared.With("rate", func(d Decl[outer]) Decl[outer] { return d.DefaultVaries().AppendDoc(" (chosen by the kind)") })
+	d := append(shared, Int("own", func(o *outer) *int { return &o.Own }, "the kind's own").AtLeast(0))
+	def := outer{Shared: toyDefault(), Own: 2}
+	specs := d.Specs(def)
+	if specs[0].Default != "" || specs[0].Doc != "a rate (chosen by the kind)" || specs[0].Range != ">= 0" || specs[1].Default != "1" || specs[len(specs)-1].Name != "own" {
+		t.Errorf("embedded specs: %+v", specs)
+	}
+	if toyDecls().Specs(toyDefault())[0].Default != "0.5" {
+		t.Error("With changed the declarations it was given")
+	}
+	o := def
+	if err := d.Bind(Params{"rate": "3", "own": "5", "mode": "b"}, &o); err != nil || o.Shared.Rate != 3 || o.Own != 5 || o.Shared.Mode != "b" {
+		t.Errorf("bind through the embedding: %+v, %v", o, err)
+	}
+	o.Shared.Frac = 2
+	if err := d.Check("k", o); err == nil || !strings.Contains(err.Error(), "frac=2") {
+		t.Errorf("check through the embedding: %v", err)
+	}
+	if r := d.Render(def); r["rate"] != "0.5" || r["own"] != "2" {
+		t.Errorf("render through the embedding: %v", r)
+	}
+	c := toyDefault()
+	if err := toyDecls().Set(Params{"rate": "4", "own": "5"}, &c); err != nil || c.Rate != 4 {
+		t.Errorf("Set with a key of the kind's: %+v, %v", c, err)
+	}
+	if err := toyDecls().Set(Params{"mode": "z"}, &c); err == nil {
+		t.Error("Set took a value outside the enum")
+	}
+	if err := toyDecls().Bind(Params{"own": "5"}, &c); !errors.Is(err, ErrUnknownParam) {
+		t.Errorf("Bind with an undeclared key: %v", err)
+	}
+}
