@@ -737,7 +737,7 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 // back with the error of a bag the model cannot take (it names the bag).
 func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Message) (models.Annotation, models.Mode, *wire.BagMessage, error) {
 	_, dspan := a.tracer.Start(ctx, "decode")
-	bm, err := a.validator.DecodeBagAs(kafkaio.ContentType(in.Headers), in.Value)
+	bm, err := a.validator.DecodeBagHeaders(kafkaio.ContentType(in.Headers), kafkaio.SchemaVersion(in.Headers), in.Value)
 	if err == nil {
 		err = admission.Target{Model: "model " + sm.meta.Version, Dim: sm.meta.Dim, Classes: sm.meta.Classes,
 			Implicit: sm.meta.ImplicitClasses}.Check(bm)

@@ -45,6 +45,17 @@ func ContentType(h []kafka.Header) string {
 	return ""
 }
 
+// SchemaVersion returns the value of the schema-version header of a
+// message, "" when it has none.
+func SchemaVersion(h []kafka.Header) string {
+	for _, x := range h {
+		if x.Key == wire.HeaderSchemaVersion {
+			return string(x.Value)
+		}
+	}
+	return ""
+}
+
 // WithContentType returns a copy of h whose content type is f's: an output
 // replaced by a dead letter (JSON) keeps its trace context.
 func WithContentType(h []kafka.Header, f wire.Format) []kafka.Header {

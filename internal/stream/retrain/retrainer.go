@@ -319,7 +319,7 @@ func (r *Retrainer) Results() []RefitResult {
 // (suppress), and never enters the window.
 func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 	// In the format the producer names (ingest --wire-format).
-	bm, err := r.validator.DecodeBagAs(kafkaio.ContentType(m.Headers), m.Value)
+	bm, err := r.validator.DecodeBagHeaders(kafkaio.ContentType(m.Headers), kafkaio.SchemaVersion(m.Headers), m.Value)
 	if err == nil && bm.Labels == nil {
 		err = wire.Reject(wire.ReasonLabels, fmt.Errorf("training bag %q has no labels", bm.ID))
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/schemas"
 )
@@ -49,6 +50,11 @@ type BagMessage struct {
 	// bag) must survive the round trip, distinct from "unlabeled".
 	Labels         []int `json:"labels,omitzero"`
 	InstanceLabels []int `json:"instance_labels,omitempty"`
+	// Media, Featurizer and Regions are a media bag's provenance
+	// (provenance.go): absent on a bag of vectors from the sender.
+	Media      *media.Media      `json:"media,omitempty"`
+	Featurizer *media.Featurizer `json:"featurizer,omitempty"`
+	Regions    []media.Region    `json:"regions,omitempty"`
 }
 
 // NewBagMessage wraps a bag of a dataset for the wire, sparse bags sparse.
@@ -116,6 +122,11 @@ type AnnotationMessage struct {
 	IngestedAt     *time.Time  `json:"ingested_at,omitempty"`
 	AnnotatedAt    time.Time   `json:"annotated_at"`
 	Annotator      string      `json:"annotator,omitempty"`
+	// The annotated bag's provenance, as it came (provenance.go), so an
+	// annotation names the photo and the regions its labels paint.
+	Media      *media.Media      `json:"media,omitempty"`
+	Featurizer *media.Featurizer `json:"featurizer,omitempty"`
+	Regions    []media.Region    `json:"regions,omitempty"`
 }
 
 // MaxFeatureMagnitude bounds the absolute value of a feature. A finite
@@ -174,6 +185,13 @@ const (
 	// message for good (an invalid record); the message is set aside so
 	// its partition moves on.
 	ReasonProduceRefused Reason = "produce_refused"
+	// ReasonContentType: the content-type header names an encoding the
+	// pipeline does not read (text/plain, say), or the value is not in
+	// the encoding it names (JSON under the protobuf content type).
+	ReasonContentType Reason = "content_type"
+	// ReasonSchemaVersion: the schema-version header names a version this
+	// build does not read.
+	ReasonSchemaVersion Reason = "schema_version"
 )
 
 // Reasons lists every dead-letter reason: the one list the schemas' reason
@@ -181,7 +199,8 @@ const (
 // held to (TestEnumerationsHaveOneSource and the tests it names).
 func Reasons() []Reason {
 	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
-		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError, ReasonProduceRefused}
+		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError, ReasonProduceRefused,
+		ReasonContentType, ReasonSchemaVersion}
 }
 
 // Stages that dead-letter messages.

@@ -1,10 +1,13 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"mime"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/schemas"
 )
 
 // The compact binary encoding of bags and annotations: the Protocol
@@ -144,13 +148,65 @@ const (
 	timestampNanos   protowire.Number = 2
 )
 
-// DecodeBagAs decodes raw in the format its content-type header names
-// (FormatOf), with the checks of DecodeBag.
+// DecodeBagAs is DecodeBagHeaders without a schema-version header.
 func (v *Validator) DecodeBagAs(contentType string, raw []byte) (*BagMessage, error) {
-	if FormatOf(contentType) == FormatProtobuf {
+	return v.DecodeBagHeaders(contentType, "", raw)
+}
+
+// DecodeBagHeaders decodes raw in the format its content-type header
+// names, with the checks of DecodeBag, after checking the headers: every
+// consumer of bags decodes through it. A content type other than JSON's and the
+// binary encoding's is content_type, and so is a value plainly in the
+// other encoding (JSON under the protobuf content type); a schema-version
+// header other than schemas.Version is schema_version. A missing header
+// means JSON, version 1: what a producer that sets no headers (kcat, a
+// console producer) writes, the version being in the JSON itself.
+func (v *Validator) DecodeBagHeaders(contentType, schemaVersion string, raw []byte) (*BagMessage, error) {
+	if schemaVersion != "" && schemaVersion != schemaVersionHeader {
+		return nil, Reject(ReasonSchemaVersion, fmt.Errorf("schema-version header %q: this build reads version %s", schemaVersion, schemaVersionHeader))
+	}
+	f, err := bodyFormat(contentType)
+	if err != nil {
+		return nil, Reject(ReasonContentType, err)
+	}
+	if f == FormatProtobuf {
+		// '{' opens no bag in the binary encoding (field 15, a group):
+		// it is JSON sent under the wrong header.
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+			return nil, Reject(ReasonContentType, fmt.Errorf("content-type %s, but the value is JSON", ContentTypeProtobuf))
+		}
 		return v.DecodeBagProto(raw)
 	}
 	return v.DecodeBag(raw)
+}
+
+// schemaVersionHeader is the schema-version header of this build's
+// messages.
+var schemaVersionHeader = strconv.Itoa(schemas.Version)
+
+// bodyFormat returns the format a bag's content-type header names: "" is
+// JSON; parameters other than a UTF-8 charset are refused.
+func bodyFormat(contentType string) (Format, error) {
+	switch contentType {
+	case "", ContentTypeJSON:
+		return FormatJSON, nil
+	case ContentTypeProtobuf:
+		return FormatProtobuf, nil
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return "", fmt.Errorf("content-type %q: %w", contentType, err)
+	}
+	if cs, ok := params["charset"]; (ok && !strings.EqualFold(cs, "utf-8")) || len(params) > 1 || (len(params) == 1 && !ok) {
+		return "", fmt.Errorf("content-type %q: parameters other than charset=utf-8", contentType)
+	}
+	switch mt {
+	case ContentTypeJSON:
+		return FormatJSON, nil
+	case ContentTypeProtobuf:
+		return FormatProtobuf, nil
+	}
+	return "", fmt.Errorf("content-type %q: bags are %s or %s", contentType, ContentTypeJSON, ContentTypeProtobuf)
 }
 
 // Marshal encodes m in format f: json.Marshal's bytes for JSON.
