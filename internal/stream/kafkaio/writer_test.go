@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // cluster starts a kfake cluster on loopback with the given topics (name ->
@@ -45,7 +46,7 @@ func readAll(t *testing.T, brokers []string, topic string) []kafka.Message {
 	t.Helper()
 	var out []kafka.Message
 	for p := range 2 {
-		conn, err := kafka.DialLeader(context.Background(), "tcp", brokers[0], topic, p)
+		conn, err := kafka.DialLeader(t.Context(), "tcp", brokers[0], topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func readAll(t *testing.T, brokers []string, topic string) []kafka.Message {
 		if err := r.SetOffset(first); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		for {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
@@ -98,18 +99,18 @@ func TestRecordSizeMatchesKafkaGo(t *testing.T) {
 	if RecordSize(fits) != limit || RecordSize(over) != limit+1 {
 		t.Fatalf("RecordSize: %d and %d, want %d and %d", RecordSize(fits), RecordSize(over), limit, limit+1)
 	}
-	if err := w.WriteMessages(context.Background(), fits); err != nil {
+	if err := w.WriteMessages(t.Context(), fits); err != nil {
 		t.Fatalf("a record of RecordSize == BatchBytes: %v", err)
 	}
 	var tooLarge kafka.MessageTooLargeError
-	if err := w.WriteMessages(context.Background(), over); !errors.As(err, &tooLarge) {
+	if err := w.WriteMessages(t.Context(), over); !errors.As(err, &tooLarge) {
 		t.Fatalf("a record one byte over: %v, want kafka-go's MessageTooLargeError", err)
 	}
 }
 
 func TestMaxMessageBytesFromBroker(t *testing.T) {
 	_, brokers := cluster(t, map[string]int{"small": 50_000, "dflt": 0})
-	ctx := context.Background()
+	ctx := t.Context()
 	cases := []struct {
 		configured int
 		topics     []string
@@ -144,7 +145,7 @@ func TestMaxMessageBytesFromBroker(t *testing.T) {
 // requests stay within the limit and every record is written.
 func TestProducerBoundsRequests(t *testing.T) {
 	_, brokers := cluster(t, map[string]int{"dl": 0})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var msgs []kafka.Message
 	for i := range 24 {
@@ -177,7 +178,7 @@ func TestProducerBoundsRequests(t *testing.T) {
 // producer's own limit is refused without being sent.
 func TestProducerRefusesPerRecord(t *testing.T) {
 	_, brokers := cluster(t, map[string]int{"tiny": 10_000})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var msgs []kafka.Message
 	for i := range 5 {
@@ -230,22 +231,15 @@ func TestProducerReportsStall(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := p.Write(context.Background(), []kafka.Message{msg("out", "a", 10), msg("out", "b", 10)})
+		r, err := p.Write(t.Context(), []kafka.Message{msg("out", "a", 10), msg("out", "b", 10)})
 		done <- result{r, err}
 	}()
-	deadline := time.Now().Add(20 * time.Second)
 	var st Stall
-	for {
+	streamtest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "a stall reported", func() bool {
 		s, ok := p.Stall()
-		if ok {
-			st = s
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no stall reported")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		st = s
+		return ok
+	})
 	if !errors.Is(st.Err, kafka.NotEnoughReplicas) || st.Messages == 0 || len(st.Topics) != 1 || st.Topics[0] != "out" || time.Since(st.Since) < 300*time.Millisecond {
 		t.Errorf("stall %+v", st)
 	}
@@ -299,7 +293,7 @@ func TestCompressedWritesReadBack(t *testing.T) {
 				msgs = append(msgs, kafka.Message{Topic: "t", Key: []byte(k), Value: v})
 				want[k] = string(v)
 			}
-			refused, err := p.Write(context.Background(), msgs)
+			refused, err := p.Write(t.Context(), msgs)
 			if err != nil || len(refused) > 0 {
 				t.Fatalf("write: %v, refused %v", err, refused)
 			}
