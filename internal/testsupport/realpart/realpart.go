@@ -26,3 +26,20 @@ func Missing(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf("skipped: %s (with CI=true this fails)", what)
 }
+
+// Recorder is a testing.TB that records how a helper stopped a test
+// instead of stopping it, for the tests of such helpers (Missing,
+// redistest.Real).
+type Recorder struct {
+	testing.TB
+	FailMsg, SkipMsg string
+}
+
+// Helper does nothing: the recorder reports no lines.
+func (r *Recorder) Helper() {}
+
+// Fatalf records the failure; the calling goroutine goes on.
+func (r *Recorder) Fatalf(format string, args ...any) { r.FailMsg = fmt.Sprintf(format, args...) }
+
+// Skipf records the skip; the calling goroutine goes on.
+func (r *Recorder) Skipf(format string, args ...any) { r.SkipMsg = fmt.Sprintf(format, args...) }

@@ -1,21 +1,9 @@
 package realpart
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
-
-// recorder is a testing.TB that records how a test was stopped instead of
-// stopping the goroutine.
-type recorder struct {
-	testing.TB
-	failed, skipped string
-}
-
-func (r *recorder) Helper()                      {}
-func (r *recorder) Fatalf(f string, args ...any) { r.failed = fmt.Sprintf(f, args...) }
-func (r *recorder) Skipf(f string, args ...any)  { r.skipped = fmt.Sprintf(f, args...) }
 
 func TestMissingFailsUnderCI(t *testing.T) {
 	for _, tc := range []struct {
@@ -28,12 +16,12 @@ func TestMissingFailsUnderCI(t *testing.T) {
 	} {
 		t.Run("CI="+tc.ci, func(t *testing.T) {
 			t.Setenv("CI", tc.ci)
-			r := &recorder{TB: t}
+			r := &Recorder{TB: t}
 			Missing(r, "no Redis answers at %s", "127.0.0.1:1")
-			if (r.failed != "") != tc.wantFail || (r.skipped != "") != tc.wantSkip {
-				t.Fatalf("failed %q skipped %q; want fail %v skip %v", r.failed, r.skipped, tc.wantFail, tc.wantSkip)
+			if (r.FailMsg != "") != tc.wantFail || (r.SkipMsg != "") != tc.wantSkip {
+				t.Fatalf("failed %q skipped %q; want fail %v skip %v", r.FailMsg, r.SkipMsg, tc.wantFail, tc.wantSkip)
 			}
-			if msg := r.failed + r.skipped; !strings.Contains(msg, "no Redis answers at 127.0.0.1:1") {
+			if msg := r.FailMsg + r.SkipMsg; !strings.Contains(msg, "no Redis answers at 127.0.0.1:1") {
 				t.Fatalf("message %q does not name the missing part", msg)
 			}
 		})

@@ -1,22 +1,12 @@
 package redistest
 
 import (
-	"fmt"
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
 )
-
-// stopRecorder is a testing.TB that records how Real stopped a test
-// instead of stopping the goroutine.
-type stopRecorder struct {
-	testing.TB
-	failed, skipped string
-}
-
-func (r *stopRecorder) Helper()                      {}
-func (r *stopRecorder) Fatalf(f string, args ...any) { r.failed = fmt.Sprintf(f, args...) }
-func (r *stopRecorder) Skipf(f string, args ...any)  { r.skipped = fmt.Sprintf(f, args...) }
 
 // TestRealWhenNoneAnswers: pointed at a port nobody listens on, Real fails
 // the test under CI=true and skips it otherwise, naming the address and
@@ -32,14 +22,14 @@ func TestRealWhenNoneAnswers(t *testing.T) {
 	for _, ci := range []string{"true", ""} {
 		t.Run("CI="+ci, func(t *testing.T) {
 			t.Setenv("CI", ci)
-			r := &stopRecorder{TB: t}
+			r := &realpart.Recorder{TB: t}
 			Real(r)
-			got := r.skipped
+			got := r.SkipMsg
 			if ci == "true" {
-				got = r.failed
+				got = r.FailMsg
 			}
 			if got == "" || !strings.Contains(got, dead) || !strings.Contains(got, AddrEnv) {
-				t.Fatalf("failed %q skipped %q: want the %s stop naming %s and %s", r.failed, r.skipped, map[bool]string{true: "failing", false: "skipping"}[ci == "true"], dead, AddrEnv)
+				t.Fatalf("failed %q skipped %q: want the %s stop naming %s and %s", r.FailMsg, r.SkipMsg, map[bool]string{true: "failing", false: "skipping"}[ci == "true"], dead, AddrEnv)
 			}
 		})
 	}
