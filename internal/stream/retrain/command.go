@@ -39,7 +39,7 @@ func DefaultFitConfig() FitConfig { return FitConfig{Kind: "orlr", Seed: 1} }
 
 func (f *FitConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.StringVar(&f.Kind, "model", f.Kind, "model `kind` (known: "+strings.Join(kinds.Names(), ", ")+")")
-	fs.Var(&f.Params, "param", "model parameter `key=value` (repeatable)")
+	fs.Var(&f.Params, "param", "model parameter `key=value` (repeatable; `retrainer eval --list-params KIND` lists a kind's keys, types, ranges and defaults)")
 	fs.Int64Var(&f.Seed, "seed", f.Seed, "seed of the fit")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "fit parallelism (0: all cores)")
 	fs.Float64Var(&f.Subset, "subset", f.Subset, "stochastic-subset strategy: fraction of bags per EM iteration (sets --param subset; 0: model default)")
