@@ -68,6 +68,9 @@ func (a AnnotationMessage) MarshalJSON() ([]byte, error) {
 	if a.Annotator != "" {
 		b = appendKeyString(b, "annotator", a.Annotator)
 	}
+	if b, err = appendProvenance(b, a.Media, a.Featurizer, a.Regions); err != nil {
+		return nil, err
+	}
 	return append(b, '}'), nil
 }
 

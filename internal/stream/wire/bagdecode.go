@@ -76,6 +76,9 @@ const (
 	seenLabels
 	seenInstanceLabels
 	seenSparseInstances
+	seenMedia
+	seenFeaturizer
+	seenRegions
 )
 
 // propertyBit returns the seen bit of a bag property, 0 for a property the
@@ -100,6 +103,12 @@ func propertyBit(key string) uint {
 		return seenInstanceLabels
 	case "sparse_instances":
 		return seenSparseInstances
+	case "media":
+		return seenMedia
+	case "featurizer":
+		return seenFeaturizer
+	case "regions":
+		return seenRegions
 	}
 	return 0
 }
@@ -371,6 +380,17 @@ func (d *bagDecoder) member() error {
 			d.m.InstanceLabels = ls
 		}
 		return err
+	case seenMedia, seenFeaturizer, seenRegions:
+		// Rare and small: checked by the generic decoder on the value's
+		// bytes, once the grammar has been (provenance.go).
+		start := d.i
+		if err := d.skip(1); err != nil {
+			return err
+		}
+		if err := decodeProvenance(key, d.s[start:d.i], &d.m); err != nil {
+			d.schemaf("%v", err)
+		}
+		return nil
 	}
 	d.schemaf("property %q is not in the bag schema", key)
 	return d.skip(1)
@@ -864,7 +884,7 @@ func checkInvariants(m *BagMessage) error {
 	if m.Labels != nil && classes == 0 {
 		return Reject(ReasonLabels, fmt.Errorf("bag %q: labels without a class vocabulary", m.ID))
 	}
-	return nil
+	return CheckProvenance(m)
 }
 
 // The JSON grammar: values skipped but checked, strings, numbers, literals.

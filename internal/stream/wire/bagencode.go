@@ -68,6 +68,9 @@ func (m *BagMessage) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"instance_labels":`...)
 		b = appendInts(b, m.InstanceLabels)
 	}
+	if b, err = appendProvenance(b, m.Media, m.Featurizer, m.Regions); err != nil {
+		return nil, err
+	}
 	return append(b, '}'), nil
 }
 

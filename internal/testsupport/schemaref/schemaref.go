@@ -146,6 +146,9 @@ func (v *Validator) DecodeBag(raw []byte) (*wire.BagMessage, error) {
 	if m.Labels != nil && len(m.Classes) == 0 {
 		return nil, wire.Reject(wire.ReasonLabels, errors.New("labels without a class vocabulary"))
 	}
+	if err := wire.CheckProvenance(m); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -201,6 +204,21 @@ func bagFromDoc(obj map[string]any, instances converted) (*wire.BagMessage, erro
 	if ls, ok := obj["instance_labels"].([]any); ok && len(ls) > 0 {
 		if m.InstanceLabels, err = toInts(ls); err != nil {
 			return nil, fmt.Errorf("instance_labels: %w", err)
+		}
+	}
+	// Provenance passed the schema: re-encoded and decoded into its types
+	// (an integer too large for an int fails here, a schema fault).
+	for key, dst := range map[string]any{"media": &m.Media, "featurizer": &m.Featurizer, "regions": &m.Regions} {
+		v, ok := obj[key]
+		if !ok {
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	return m, nil
