@@ -212,6 +212,11 @@ func bodyFormat(contentType string) (Format, error) {
 // Marshal encodes m in format f: json.Marshal's bytes for JSON.
 func (m *BagMessage) Marshal(f Format) ([]byte, error) {
 	if f == FormatProtobuf {
+		if m.Media != nil || m.Featurizer != nil || m.Regions != nil {
+			// mimlstream.proto has no provenance fields yet: refused
+			// rather than dropped.
+			return nil, fmt.Errorf("bag %q: a media bag's provenance has no protobuf encoding yet; send it as %s", m.ID, ContentTypeJSON)
+		}
 		return m.AppendProto(nil), nil
 	}
 	return m.AppendJSON(nil)

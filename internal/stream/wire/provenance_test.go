@@ -122,3 +122,16 @@ func TestProvenanceFaultsMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// TestProvenanceNotDroppedByProtobuf: the binary encoding has no
+// provenance fields, so a media bag is refused by it, never sent without
+// its regions.
+func TestProvenanceNotDroppedByProtobuf(t *testing.T) {
+	m := provenanceBag()
+	if _, err := m.Marshal(wire.FormatProtobuf); err == nil {
+		t.Fatal("a media bag encoded as protobuf")
+	}
+	if _, err := m.Marshal(wire.FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+}
