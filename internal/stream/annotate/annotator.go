@@ -90,6 +90,11 @@ type AnnotatorConfig struct {
 	// PollInterval is the period of the registry check that backs up the
 	// pub/sub notification (which is at most once).
 	PollInterval time.Duration
+	// ProbeInterval is the period of the input probe: the brokers asked
+	// where the input topic's partitions are; while they cannot say (the
+	// brokers down, the topic missing), /readyz answers 503.
+	// <= 0 means DefaultProbeInterval.
+	ProbeInterval time.Duration
 	// MaxMessageBytes dead-letters larger messages; <= 0 means no limit.
 	// It also bounds every produce request and record, together with the
 	// max.message.bytes the broker reports for the output topics (the
@@ -133,6 +138,9 @@ func (c *AnnotatorConfig) defaults() {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 4
 	}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
 	if c.CommitInterval <= 0 {
 		c.CommitInterval = 200 * time.Millisecond
 	}
@@ -172,8 +180,10 @@ type Annotator struct {
 	tracer    trace.Tracer
 	model     atomic.Pointer[servedModel]
 	consuming atomic.Bool
-	m         annotatorMetrics
-	lag       *lagTracker
+	// source is the input probe's verdict (watchSource).
+	source atomic.Pointer[sourceState]
+	m      annotatorMetrics
+	lag    *lagTracker
 	// maxOut bounds the value of an output: MaxOutputBytes, or the
 	// producer's limit less keyAndHeaders once Run knows it.
 	maxOut atomic.Int64
@@ -411,6 +421,9 @@ func (a *Annotator) readiness() (bool, string) {
 	if !a.consuming.Load() {
 		return false, "not ready: not consuming"
 	}
+	if p := a.sourceProblem(); p != "" {
+		return false, p
+	}
 	msg := "ok " + a.ModelVersion()
 	if c := a.contract.Load(); c != nil {
 		msg += fmt.Sprintf("\nWARNING: input contract changed: serving %s whose %v; bags of %s's contract (dimension %d) go to dead letters",
@@ -508,6 +521,11 @@ func (a *Annotator) Run(ctx context.Context) error {
 			log.Warn("close writer", "err", err)
 		}
 	}()
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var probe sync.WaitGroup
+	probe.Go(func() { a.watchSource(probeCtx) })
+	defer probe.Wait()
+	defer stopProbe()
 	a.consuming.Store(true)
 	log.Info("consuming", "topic", a.cfg.Topics.Annotate, "group", a.cfg.GroupID, "model", a.ModelVersion(), "max_message_bytes", limit)
 
@@ -877,13 +895,15 @@ func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct
 		if cur := a.model.Load(); cur != nil {
 			oldMeta, old = &cur.meta, cur.meta.Version
 		}
-		a.model.Store(sm)
-		a.refused.Store(refusal)
-		a.m.swaps.Add(ctx, 1)
-		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
 		was := a.contract.Load()
 		now := nextContract(was, oldMeta, meta)
+		// The contract and the refusal before the model: a reader
+		// (readiness) that sees the new model sees what goes with it.
 		a.contract.Store(now)
+		a.refused.Store(refusal)
+		a.model.Store(sm)
+		a.m.swaps.Add(ctx, 1)
+		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
 		switch {
 		case now != nil:
 			log.Error("input contract changed", "version", meta.Version, "baseline", now.baseline.Version, "err", now.err,
