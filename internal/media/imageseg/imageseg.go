@@ -88,7 +88,7 @@ type Params struct {
 // DefaultParams are the settings tuned on the development photos
 // (msrc_v2_dev): see docs/media.md.
 func DefaultParams() Params {
-	return Params{Superpixels: 150, Compactness: 10, Iterations: 3, MergeDistance: 8, MinRegions: 6, MaxRegions: 16, MinArea: 0.005}
+	return Params{Superpixels: 150, Compactness: 10, Iterations: 3, MergeDistance: 14, MinRegions: 6, MaxRegions: 8, MinArea: 0.01}
 }
 
 // ErrParams marks settings a segmenter cannot run with.
