@@ -201,10 +201,10 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	}
 	prog := newProgress(ds)
 	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.Annotations, prefix+"-progress", prog.addAnnotation)
+		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.Annotations, prog.addAnnotation)
 	})
 	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.DeadLetter, prefix+"-progress-dlq", func(kafka.Message) error { prog.addDead(); return nil })
+		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.DeadLetter, func(kafka.Message) error { prog.addDead(); return nil })
 	})
 
 	fmt.Fprintf(stdout, "ingest   %s: %d bags, %d instances, %d classes, at %.0f bags/s, %.0f%% labeled\n\n",

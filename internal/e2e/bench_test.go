@@ -179,7 +179,7 @@ func benchPipeline(b *testing.B, external []string, codec kafka.Compression, for
 
 	arrivals := make(chan arrival, 4096)
 	go func() {
-		_ = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.Annotations, prefix+"-tail", func(m kafka.Message) error {
+		_ = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.Annotations, func(m kafka.Message) error {
 			now := time.Now()
 			// What the consumer needs of an annotation (its id and
 			// ingestion time), read without decoding the rest, in either

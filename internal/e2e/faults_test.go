@@ -165,7 +165,7 @@ type rawDead struct {
 func (e *env) tailDead(ctx context.Context) *rawDead {
 	d := &rawDead{}
 	go func() {
-		err := kafkaio.Tail(ctx, e.brokers, e.sec, e.topics.DeadLetter, e.prefix+"-raw-dead", func(m kafka.Message) error {
+		err := kafkaio.Tail(ctx, e.brokers, e.sec, e.topics.DeadLetter, func(m kafka.Message) error {
 			d.mu.Lock()
 			d.msgs = append(d.msgs, m)
 			d.mu.Unlock()

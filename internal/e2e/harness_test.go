@@ -243,7 +243,7 @@ func (e *env) tail(ctx context.Context) *outputs {
 	o := &outputs{anns: map[string][]wire.AnnotationMessage{}, seen: map[recordPos]bool{}}
 	for _, topic := range []string{e.topics.Annotations, e.topics.DeadLetter} {
 		go func() {
-			err := kafkaio.Tail(ctx, e.brokers, e.sec, topic, fmt.Sprintf("%s-tail-%s", e.prefix, topic), func(m kafka.Message) error {
+			err := kafkaio.Tail(ctx, e.brokers, e.sec, topic, func(m kafka.Message) error {
 				o.mu.Lock()
 				defer o.mu.Unlock()
 				pos := recordPos{m.Topic, m.Partition, m.Offset}

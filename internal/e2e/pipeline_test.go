@@ -238,7 +238,7 @@ type idCounter struct {
 func (e *env) countIDs(ctx context.Context) *idCounter {
 	c := &idCounter{ids: map[string]map[string]bool{}, total: map[string]int{}}
 	go func() {
-		err := kafkaio.Tail(ctx, e.brokers, e.sec, e.topics.Annotations, e.prefix+"-count", func(m kafka.Message) error {
+		err := kafkaio.Tail(ctx, e.brokers, e.sec, e.topics.Annotations, func(m kafka.Message) error {
 			var a struct {
 				BagID string `json:"bag_id"`
 			}

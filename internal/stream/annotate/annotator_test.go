@@ -82,7 +82,7 @@ func (h *harness) collect(ctx context.Context, want int, timeout time.Duration) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := kafkaio.Tail(ctx, h.brokers, kafkasec.Conn{}, topic, fmt.Sprintf("tail-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+			err := kafkaio.Tail(ctx, h.brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if topic == h.topics.Annotations {

@@ -66,7 +66,7 @@ func TestAnnotatorMixedFormats(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, topic := range []string{h.topics.Annotations, h.topics.DeadLetter} {
 		wg.Go(func() {
-			err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, topic, "tail-"+topic, func(m kafka.Message) error {
+			err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if topic == h.topics.DeadLetter {

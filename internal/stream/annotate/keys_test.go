@@ -3,7 +3,6 @@ package annotate
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ func TestOutputsKeyedByBagID(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, topic := range []string{h.topics.Annotations, h.topics.DeadLetter} {
 		wg.Go(func() {
-			err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, topic, fmt.Sprintf("keys-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+			err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 				mu.Lock()
 				defer mu.Unlock()
 				keys[topic] = append(keys[topic], string(m.Key))

@@ -3,7 +3,6 @@ package annotate
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func TestOneKeysOutputsKeepTheirOrder(t *testing.T) {
 	var got []time.Time
 	tctx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
-	err = kafkaio.Tail(tctx, brokers, kafkasec.Conn{}, h.topics.Annotations, fmt.Sprint("order-", time.Now().UnixNano()), func(m kafka.Message) error {
+	err = kafkaio.Tail(tctx, brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
 		var ann wire.AnnotationMessage
 		if err := json.Unmarshal(m.Value, &ann); err != nil {
 			return err

@@ -64,7 +64,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	// Every output carries the schema version and a trace context.
 	var headers []kafka.Header
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, "headers", func(m kafka.Message) error {
+	err = kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
 		headers = m.Headers
 		return kafkaio.ErrStop
 	})

@@ -40,7 +40,7 @@ func readTopic(t *testing.T, brokers []string, topic string, n int) [][]byte {
 	defer cancel()
 	var mu sync.Mutex
 	var out [][]byte
-	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, fmt.Sprintf("read-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		out = append(out, m.Value)
@@ -304,7 +304,7 @@ func readMessages(t *testing.T, brokers []string, topic string, n int) []kafka.M
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out []kafka.Message
-	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, fmt.Sprintf("read-%s-%d", topic, time.Now().UnixNano()), func(m kafka.Message) error {
+	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 		out = append(out, m)
 		if len(out) >= n {
 			return kafkaio.ErrStop

@@ -87,7 +87,7 @@ func TestPublishSizeDiscipline(t *testing.T) {
 	count := map[string]int{}
 	var dead []kafka.Message
 	for _, topic := range []string{topics.Annotate, topics.Train, topics.DeadLetter} {
-		err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, "tail-"+topic, func(m kafka.Message) error {
+		err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 			count[topic]++
 			if topic == topics.DeadLetter {
 				dead = append(dead, m)
@@ -215,7 +215,7 @@ func TestPublishProtobuf(t *testing.T) {
 	wantTrain := map[string]bool{"ds-labeled": true, "ds-negative": true, "raw-labeled": true}
 	for topic, n := range map[string]int{topics.Annotate: len(want), topics.Train: len(wantTrain)} {
 		got := 0
-		err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, "tail-"+topic, func(m kafka.Message) error {
+		err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
 			got++
 			if ct := kafkaio.ContentType(m.Headers); ct != wire.ContentTypeProtobuf {
 				t.Errorf("%s %s: content type %q", topic, m.Key, ct)
@@ -238,7 +238,7 @@ func TestPublishProtobuf(t *testing.T) {
 	// Two dead letters, JSON both: ds-ragged's original is binary (the
 	// header says so), raw-nan's the JSON line given.
 	dead := 0
-	err = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.DeadLetter, "tail-dead", func(m kafka.Message) error {
+	err = kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topics.DeadLetter, func(m kafka.Message) error {
 		dead++
 		var d wire.DeadLetter
 		if ct := kafkaio.ContentType(m.Headers); ct != wire.ContentTypeJSON {

@@ -51,7 +51,7 @@ func (h *harness) deadLetters(ctx context.Context, n int, timeout time.Duration)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []wire.DeadLetter
-	err := kafkaio.Tail(ctx, h.brokers, kafkasec.Conn{}, h.topics.DeadLetter, fmt.Sprintf("tail-%d", time.Now().UnixNano()), func(m kafka.Message) error {
+	err := kafkaio.Tail(ctx, h.brokers, kafkasec.Conn{}, h.topics.DeadLetter, func(m kafka.Message) error {
 		var d wire.DeadLetter
 		if err := json.Unmarshal(m.Value, &d); err != nil {
 			return err

@@ -220,7 +220,7 @@ func TestTrainingDeadLettersKeyedByBagID(t *testing.T) {
 	tctx, tcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer tcancel()
 	got := map[string]string{} // Kafka key -> reason
-	err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.DeadLetter, fmt.Sprintf("k-%d", time.Now().UnixNano()), func(m kafka.Message) error {
+	err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.DeadLetter, func(m kafka.Message) error {
 		var d wire.DeadLetter
 		if err := json.Unmarshal(m.Value, &d); err != nil {
 			return err
