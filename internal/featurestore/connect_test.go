@@ -101,7 +101,7 @@ func TestConnectTLS(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			rdb, err := Connect(ctx, tc.o)
 			if tc.wantErr == "" {
@@ -142,7 +142,7 @@ func TestOptionsLogValueHidesPassword(t *testing.T) {
 }
 
 func TestConnectClusterRefusesDB(t *testing.T) {
-	if _, err := Connect(context.Background(), Options{Addr: "127.0.0.1:1,127.0.0.1:2", DB: 3}); err == nil || !strings.Contains(err.Error(), "only database 0") {
+	if _, err := Connect(t.Context(), Options{Addr: "127.0.0.1:1,127.0.0.1:2", DB: 3}); err == nil || !strings.Contains(err.Error(), "only database 0") {
 		t.Errorf("cluster with db 3: %v", err)
 	}
 }

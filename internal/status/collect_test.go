@@ -83,7 +83,7 @@ func TestCollectorPoll(t *testing.T) {
 	if c.Ready() {
 		t.Fatal("ready before any poll")
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	// A partition with nothing committed counts from its first offset.
 	k.set([]kafkaview.PartitionLag{pl(0, 0, 10, 4), pl(1, 5, 8, -1)})
 	c.Poll(ctx)
@@ -140,7 +140,7 @@ func TestCollectorDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	streamtest.WaitFor(t, 5*time.Second, "five dead letters counted", func() bool { return c.Snapshot().DeadLetters.Total >= 5 })
