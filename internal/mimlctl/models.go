@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -180,6 +181,10 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 		}
 		regOpts = append(regOpts, featurestore.WithVerifyKey(key))
 	}
+	// go-redis would print its own dial failures on stderr before the
+	// command's error, which says the same with the address: kept quiet
+	// below ERROR.
+	redisflag.RouteLogs(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	rdb, err := featurestore.Connect(ctx, o)
 	if err != nil {
 		return err

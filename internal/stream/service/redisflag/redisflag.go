@@ -142,6 +142,9 @@ func (c Config) Connect(ctx context.Context, log *slog.Logger) (redis.UniversalC
 	if err != nil {
 		return nil, err
 	}
+	// The service's Redis clients are made here: go-redis's own lines go
+	// through the service's logger from now on (once per process).
+	RouteLogs(log)
 	backoff := 200 * time.Millisecond
 	for {
 		rdb, err := featurestore.Connect(ctx, o)
