@@ -155,6 +155,10 @@ type Retrainer struct {
 	fitTime  metric.Float64Histogram
 	rejected metric.Int64Counter
 
+	// registryDown is set while a registry operation keeps failing (Redis
+	// unreachable), for Ready.
+	registryDown atomic.Pointer[registryOutage]
+
 	// running is set while Run consumes, rebuilt once the window has been
 	// read up to where the topic ended at start (Ready).
 	running, rebuilt atomic.Bool
@@ -528,8 +532,10 @@ func (r *Retrainer) readCurrent(ctx context.Context, timeout time.Duration) (fea
 		meta = featurestore.VersionMeta{}
 	default:
 		r.cfg.Obs.Logger.Warn("model registry unavailable; could not read the current model", "err", err)
+		r.registryFailing("read current model", err)
 		return featurestore.VersionMeta{}, false
 	}
+	r.registryDown.Store(nil)
 	r.deadLetterUnfit(ctx, r.setCurrent(meta))
 	return meta, true
 }
@@ -629,6 +635,9 @@ func (r *Retrainer) Ready() (bool, string) {
 		return false, "not ready: not consuming " + r.cfg.Topic
 	case !r.rebuilt.Load():
 		return false, fmt.Sprintf("not ready: rebuilding the window from %s (%d bags so far)", r.cfg.Topic, r.Len())
+	}
+	if o := r.registryDown.Load(); o != nil {
+		return false, fmt.Sprintf("not ready: model registry unavailable for %v (%s): %v", time.Since(o.since).Round(time.Second), o.what, o.err)
 	}
 	r.mu.Lock()
 	failing := r.failing
@@ -937,7 +946,7 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	// basis is the version current was when the candidate was compared
 	// with it ("" none): the promotion is made only while it still is.
 	var basis string
-	err := retry(ctx, r.cfg.Obs, "read current model", func() error {
+	err := r.retryRegistry(ctx, "read current model", func() error {
 		cur, curMeta, basis = nil, featurestore.VersionMeta{}, ""
 		v, err := r.cfg.Store.Alias(ctx, featurestore.AliasCurrent)
 		if errors.Is(err, featurestore.ErrNotFound) {
@@ -1053,7 +1062,7 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	meta.Metrics["heldout_bags"] = float64(res.HeldOutBags)
 	meta.Metrics["fit_seconds"] = res.FitTime.Seconds()
 	var stored featurestore.VersionMeta
-	if err := retry(ctx, r.cfg.Obs, "store model", func() error {
+	if err := r.retryRegistry(ctx, "store model", func() error {
 		stored, err = r.cfg.Store.Put(ctx, blob, meta)
 		return err
 	}); err != nil {
@@ -1063,12 +1072,12 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	if res.Promoted && r.cfg.Shadow && cur != nil && compatible {
 		res.Promoted, res.Shadowed = false, true
 		res.Reason += "; published as the candidate, to be judged on live bags"
-		if err := retry(ctx, r.cfg.Obs, "publish candidate", func() error { return r.cfg.Store.SetCandidate(ctx, stored.Version) }); err != nil {
+		if err := r.retryRegistry(ctx, "publish candidate", func() error { return r.cfg.Store.SetCandidate(ctx, stored.Version) }); err != nil {
 			return res, err
 		}
 	}
 	if res.Promoted {
-		err := retry(ctx, r.cfg.Obs, "promote model", func() error {
+		err := r.retryRegistry(ctx, "promote model", func() error {
 			err := r.cfg.Store.Promote(ctx, stored.Version, featurestore.IfCurrent(basis))
 			if errors.Is(err, featurestore.ErrCurrentChanged) {
 				// An attempt whose reply was lost to an outage may have
@@ -1254,6 +1263,37 @@ func Evaluate(ctx context.Context, m models.Model, test *mil.Dataset) (map[strin
 		return nil, errors.New("no labeled bag to evaluate on")
 	}
 	return out, nil
+}
+
+// registryOutage is a registry operation failing since a time.
+type registryOutage struct {
+	what  string
+	err   error
+	since time.Time
+}
+
+// retryRegistry is retry for the model registry's operations: while they
+// fail, Ready says the registry is unavailable.
+func (r *Retrainer) retryRegistry(ctx context.Context, what string, fn func() error) error {
+	err := retry(ctx, r.cfg.Obs, what, func() error {
+		err := fn()
+		if err != nil {
+			r.registryFailing(what, err)
+		}
+		return err
+	})
+	r.registryDown.Store(nil)
+	return err
+}
+
+// registryFailing records a failing registry operation, keeping the start
+// of the outage.
+func (r *Retrainer) registryFailing(what string, err error) {
+	since := time.Now()
+	if o := r.registryDown.Load(); o != nil {
+		since = o.since
+	}
+	r.registryDown.Store(&registryOutage{what: what, err: err, since: since})
 }
 
 // retry runs fn until it succeeds, ctx ends, or it fails with an error

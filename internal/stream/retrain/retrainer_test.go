@@ -246,6 +246,12 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 		res, err = r.Refit(ctx)
 		return err
 	})
+	// Waiting out the outage is not being ready: /readyz says why.
+	ready, msg := r.Ready()
+	t.Logf("refit waiting for Redis: ready=%v %q", ready, msg)
+	if ready || !strings.Contains(msg, "model registry unavailable") {
+		t.Errorf("while a refit waits for Redis: ready=%v %q, want not ready naming the registry", ready, msg)
+	}
 	if err := proxy.Up(); err != nil {
 		t.Fatal(err)
 	}
@@ -259,6 +265,9 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 	}
 	if v, err := reg.Alias(ctx, featurestore.AliasCurrent); err != nil || v == "" {
 		t.Fatalf("no current model after the outage: %v", err)
+	}
+	if ready, msg := r.Ready(); !ready {
+		t.Errorf("after the outage: not ready: %s", msg)
 	}
 }
 
