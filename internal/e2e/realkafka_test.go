@@ -211,8 +211,29 @@ func TestRealKafkaPipeline(t *testing.T) {
 			t.Logf("retrainer: %d refit(s)", refits(rt))
 
 			foreignClient(t, e, ds)
+			refusedSession(t, e)
 		})
 	}
+}
+
+// refusedSession starts an annotator whose session timeout the broker
+// refuses (2 s, under group.min.session.timeout.ms): kafka-go's group
+// reader retries that JoinGroup forever, so the annotator must stop on it
+// itself, with exit code 1 and the broker's error.
+func refusedSession(t *testing.T, e *env) {
+	t.Helper()
+	start := time.Now()
+	a := e.startAnnotator("short-session", annotatorOpts{extra: []string{"--session-timeout", "2s"}})
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("an annotator the broker refuses still runs after 30 s:\n%s", a.logText())
+	}
+	var exit *exec.ExitError
+	if !errors.As(a.err, &exit) || exit.ExitCode() != 1 || !strings.Contains(a.logText(), "Invalid Session Timeout") {
+		t.Fatalf("exit %v, want 1 naming the broker's Invalid Session Timeout:\n%s", a.err, a.logText())
+	}
+	t.Logf("session timeout refused by the broker: exit 1 after %.1f s: %s", time.Since(start).Seconds(), lastLine(a.logText()))
 }
 
 // badRecord is a record a faulty producer writes, and the reason it must

@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -129,6 +130,11 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 	failed, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 
+	// writeErr is why serving stopped: a batch that could not be written,
+	// or a broker that refuses the consumer for good.
+	var writeErr error
+	var errOnce sync.Once
+
 	// The reader's messages, fetched ahead so a batch takes what has
 	// arrived without waiting.
 	fetched := make(chan kafka.Message, a.cfg.BatchSize)
@@ -141,6 +147,13 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 			m, err := r.FetchMessage(fetchCtx)
 			if err != nil {
 				if fetchCtx.Err() != nil {
+					return
+				}
+				if kafkaio.ConsumerRefused(err) {
+					errOnce.Do(func() {
+						writeErr = fmt.Errorf("the broker refuses this consumer for good (check --session-timeout against the broker's group.min/max.session.timeout.ms, the group's and topic's ACLs): %w", err)
+						fail(writeErr)
+					})
 					return
 				}
 				log.Warn("fetch", "err", err)
@@ -183,8 +196,6 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 			writeQ <- b
 		}
 	})
-	var writeErr error
-	var errOnce sync.Once
 	for range a.cfg.MaxInFlight {
 		stages.Go(func() {
 			for b := range writeQ {

@@ -154,3 +154,23 @@ func Transient(err error) bool {
 	var nerr net.Error
 	return errors.As(err, &nerr) && nerr.Timeout()
 }
+
+// ConsumerRefused reports whether err is the broker refusing a consumer for good:
+// a setting outside what the broker allows (a session timeout outside
+// group.min/max.session.timeout.ms), a protocol version it no longer
+// speaks, or an authorization it denies. kafka-go's group reader retries
+// these forever, logging each attempt, so a consumer must stop on them
+// itself rather than look alive while it consumes nothing.
+func ConsumerRefused(err error) bool {
+	kerr, ok := errors.AsType[kafka.Error](err)
+	if !ok {
+		return false
+	}
+	switch kerr {
+	case kafka.InvalidSessionTimeout, kafka.InvalidGroupId, kafka.InconsistentGroupProtocol, kafka.UnsupportedVersion,
+		kafka.GroupAuthorizationFailed, kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed,
+		kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism:
+		return true
+	}
+	return false
+}

@@ -32,3 +32,23 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+func TestConsumerRefused(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("join: %w", kafka.InvalidSessionTimeout), true},
+		{kafka.GroupAuthorizationFailed, true},
+		{kafka.UnsupportedVersion, true},
+		{kafka.NotCoordinatorForGroup, false},
+		{kafka.RebalanceInProgress, false},
+		{kafka.UnknownMemberId, false},
+		{io.EOF, false},
+	}
+	for _, c := range cases {
+		if got := ConsumerRefused(c.err); got != c.want {
+			t.Errorf("ConsumerRefused(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
