@@ -22,8 +22,8 @@
 // 0-based ascending indices), in memory proportional to its non-zeros, and
 // so does a relational ARFF bag with Weka sparse instance rows
 // ({index value, ...}, 0-based). mil.Dataset.Densified converts them for
-// consumers that read dense rows (models.Kind.DataFor does it for the
-// kinds without a sparse path).
+// consumers that read dense rows (the model registry does it for the
+// kinds without a sparse path, models.Wrap).
 //
 // # Binary MIL
 //

@@ -169,7 +169,7 @@ type Kind struct {
 
 	// Sparse reports that Fit takes sparse bags (mil.Bag.Sparse) as they
 	// are and that its models annotate them; other kinds get the data
-	// densified by DataFor.
+	// densified by the registry (Wrap).
 	Sparse bool
 }
 
@@ -200,17 +200,19 @@ type Registry struct {
 func NewRegistry(kinds ...Kind) *Registry {
 	r := &Registry{kinds: make(map[string]Kind, len(kinds))}
 	for _, k := range kinds {
-		r.kinds[k.Name] = wrap(k)
+		r.kinds[k.Name] = Wrap(k)
 	}
 	return r
 }
 
-// wrap returns k as a registry hands it out. Its Fit checks the parameters
-// against the declaration (Kind.CheckParams) first and trains on
-// k.DataFor(train); the models its Fit and Decode return annotate a sparse
-// bag as k.BagFor makes it. A kind with a sparse path (Kind.Sparse) gets
-// its data and its models unchanged.
-func wrap(k Kind) Kind {
+// Wrap returns k as a Registry hands it out, for a kind that wraps another
+// outside a registry (the text featurizer's Weighted): its Fit checks the
+// parameters against the declaration (Kind.CheckParams) first and, for a
+// kind without a sparse path, trains on densified data; the models its
+// Fit and Decode return annotate a sparse bag densified. A kind with a
+// sparse path (Kind.Sparse) gets its data and its models unchanged.
+// Wrapping twice is harmless: a wrapped kind's data and bags are dense.
+func Wrap(k Kind) Kind {
 	fit, decode := k.Fit, k.Decode
 	if fit != nil {
 		k.Fit = func(ctx context.Context, train *mil.Dataset, opt FitOptions) (Model, error) {
@@ -218,7 +220,7 @@ func wrap(k Kind) Kind {
 				return nil, err
 			}
 			opt.Warm = Unwrap(opt.Warm)
-			m, err := fit(ctx, k.DataFor(train), opt)
+			m, err := fit(ctx, k.dataFor(train), opt)
 			if err != nil {
 				return nil, err
 			}

@@ -6,25 +6,24 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
 
-// DataFor returns the training data k's Fit can take: data itself when it
+// dataFor returns the training data k's Fit can take: data itself when it
 // is dense or k has a sparse path (Kind.Sparse), a densified copy
 // otherwise, so that every kind trains on a sparse file, the ones without a
-// sparse path at the cost of dim × instances memory. A Registry's kinds
-// apply it in Fit; only code that calls a kind outside a Registry (a
-// kind's own tests) has any use for it.
-func (k Kind) DataFor(data *mil.Dataset) *mil.Dataset {
+// sparse path at the cost of dim × instances memory. Wrap applies it in
+// Fit: no caller does.
+func (k Kind) dataFor(data *mil.Dataset) *mil.Dataset {
 	if k.Sparse {
 		return data
 	}
 	return data.Densified()
 }
 
-// BagFor returns b as k's models can annotate it: b itself when it is
+// bagFor returns b as k's models can annotate it: b itself when it is
 // dense or k has a sparse path (Kind.Sparse), else a densified copy of
 // dimension dim (b's other slices shared). Annotate of a kind without a
 // sparse path reads Instances only: a sparse bag would look empty to it,
-// which is why the models a Registry's kinds return apply it themselves.
-func (k Kind) BagFor(b *mil.Bag, dim int) *mil.Bag {
+// which is why the models Wrap's kinds return apply it themselves.
+func (k Kind) bagFor(b *mil.Bag, dim int) *mil.Bag {
 	if k.Sparse || !b.IsSparse() {
 		return b
 	}
@@ -35,7 +34,7 @@ func (k Kind) BagFor(b *mil.Bag, dim int) *mil.Bag {
 
 // densifying returns m as a Registry serves it: unchanged for a kind with
 // a sparse path, else wrapped so that Annotate (and AnnotateMapped, when m
-// is a FeatureMapper) gets a sparse bag densified by BagFor.
+// is a FeatureMapper) gets a sparse bag densified by bagFor.
 func (k Kind) densifying(m Model) Model {
 	if k.Sparse || m == nil {
 		return m
@@ -67,7 +66,7 @@ type denseModel struct {
 }
 
 func (m denseModel) Annotate(ctx context.Context, b *mil.Bag, mode Mode) (Annotation, error) {
-	return m.Model.Annotate(ctx, m.kind.BagFor(b, m.dim), mode)
+	return m.Model.Annotate(ctx, m.kind.bagFor(b, m.dim), mode)
 }
 
 // Unwrap returns the kind's own model.
@@ -86,7 +85,7 @@ func (m denseMapper) FeatureSpace() string { return m.mapper.FeatureSpace() }
 func (m denseMapper) MapInstance(x []float64) ([]float64, error) { return m.mapper.MapInstance(x) }
 
 func (m denseMapper) AnnotateMapped(ctx context.Context, b *mil.Bag, mapped [][]float64, mode Mode) (Annotation, error) {
-	return m.mapper.AnnotateMapped(ctx, m.kind.BagFor(b, m.dim), mapped, mode)
+	return m.mapper.AnnotateMapped(ctx, m.kind.bagFor(b, m.dim), mapped, mode)
 }
 
 var (

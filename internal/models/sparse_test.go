@@ -16,10 +16,10 @@ func TestDataFor(t *testing.T) {
 	d := &mil.Dataset{Name: "s", Classes: []string{"p"}, Dim: 3, Bags: []mil.Bag{
 		{ID: "a", Sparse: []mil.SparseVec{{Idx: []int32{1}, Val: []float64{2}}}, Labels: []int{0}},
 	}}
-	if got := (Kind{Sparse: true}).DataFor(d); got != d {
+	if got := (Kind{Sparse: true}).dataFor(d); got != d {
 		t.Fatal("a sparse kind got a copy")
 	}
-	got := (Kind{}).DataFor(d)
+	got := (Kind{}).dataFor(d)
 	if got.IsSparse() || len(got.Bags[0].Instances) != 1 || got.Bags[0].Instances[0][1] != 2 {
 		t.Fatalf("dense kind got %+v", got.Bags[0])
 	}
@@ -44,7 +44,7 @@ func TestBagFor(t *testing.T) {
 		{"dense kind, dense bag", Kind{}, dn, true, nil},
 		{"dense kind, sparse bag", Kind{}, sp, false, [][]float64{{0, 2, 0}, {0, 0, 0}}},
 	} {
-		got := c.kind.BagFor(c.in, 3)
+		got := c.kind.bagFor(c.in, 3)
 		if (got == c.in) != c.same {
 			t.Errorf("%s: returned the bag itself %v, want %v", c.name, got == c.in, c.same)
 		}

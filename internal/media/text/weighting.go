@@ -93,6 +93,9 @@ const (
 // fitted on, and the stream that featurizes documents holds no vocabulary
 // state. Bags must be sparse (a Featurizer's instances).
 func Weighted(inner models.Kind) models.Kind {
+	// As a registry serves it: the inner kind densifies for itself when it
+	// has no sparse path.
+	inner = models.Wrap(inner)
 	k := inner
 	k.Name = inner.Name + "+tfidf"
 	k.Description = inner.Description + ", on passages weighted by the IDF of its training passages"
@@ -122,7 +125,7 @@ func Weighted(inner models.Kind) models.Kind {
 				opt.Warm = nil
 			}
 		}
-		m, err := inner.Fit(ctx, inner.DataFor(w.transform(train)), opt)
+		m, err := inner.Fit(ctx, w.transform(train), opt)
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +207,7 @@ func (w *weightedModel) Annotate(ctx context.Context, b *mil.Bag, mode models.Mo
 	}
 	c := *b
 	c.Sparse = w.weigh(b.Sparse)
-	return w.model.Annotate(ctx, w.inner.BagFor(&c, w.model.Meta().Dim), mode)
+	return w.model.Annotate(ctx, &c, mode)
 }
 
 func (w *weightedModel) weigh(vs []mil.SparseVec) []mil.SparseVec {
