@@ -705,6 +705,9 @@ func (a *Annotator) process(ctx context.Context, sm *servedModel, in kafka.Messa
 			BagLabels: nonNilInts(ann.BagLabels), BagScores: nonNilFloats(ann.BagScores),
 			LatencyMS: float64(latency.Microseconds()) / 1000, IngestedAt: ingested,
 			AnnotatedAt: time.Now().UTC(), Annotator: a.cfg.Name,
+			// A media bag's provenance, as it came: the annotation names
+			// the photo or document and the regions its labels paint.
+			Media: bm.Media, Featurizer: bm.Featurizer, Regions: bm.Regions,
 		}
 		maxOut := int(a.maxOut.Load())
 		value, err = out.MarshalAs(a.cfg.Format)
