@@ -101,7 +101,12 @@ type RetrainerConfig struct {
 	// with on the same bags), is promoted as before.
 	Shadow  bool
 	Workers int
-	Obs     service.Observability
+	// ReachCheck is how long a partition may read nothing before the
+	// retrainer checks that its offset is still within the partition (a
+	// broker restarted empty or a recreated topic starts again below it,
+	// and the Kafka client would wait there forever); <= 0: 10 s.
+	ReachCheck time.Duration
+	Obs        service.Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -224,6 +229,9 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = 5000
+	}
+	if cfg.ReachCheck <= 0 {
+		cfg.ReachCheck = 10 * time.Second
 	}
 	if cfg.MinBags <= 0 {
 		cfg.MinBags = 20
@@ -813,8 +821,22 @@ func (r *Retrainer) follow(ctx context.Context, partition int, off, end int64, o
 	if err := rd.SetOffset(off); err != nil {
 		return fmt.Errorf("follow partition %d of %s from offset %d: %w", partition, r.cfg.Topic, off, err)
 	}
+	next := off // the offset expected next
 	for {
-		m, err := rd.ReadMessage(ctx)
+		rctx, cancel := context.WithTimeout(ctx, r.cfg.ReachCheck)
+		m, err := rd.ReadMessage(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			// Nothing for a while: quiet, or waiting where nothing
+			// will ever come.
+			if from, ok := r.unreachable(ctx, partition, next); ok {
+				if err := rd.SetOffset(from); err != nil {
+					return fmt.Errorf("follow partition %d of %s from offset %d: %w", partition, r.cfg.Topic, from, err)
+				}
+				next = from
+			}
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -827,6 +849,7 @@ func (r *Retrainer) follow(ctx context.Context, partition int, off, end int64, o
 			}
 			continue
 		}
+		next = m.Offset + 1
 		if !send(fetched{msg: m}) {
 			return nil
 		}
@@ -837,6 +860,49 @@ func (r *Retrainer) follow(ctx context.Context, partition int, off, end int64, o
 			}
 		}
 	}
+}
+
+// unreachable checks that offset next of a partition can still be read:
+// not beyond the partition's end (a broker restarted empty, a recreated
+// topic: its offsets start again below) nor before its start (retention
+// or compaction deleted it). When it cannot, it logs why and returns where
+// to read from instead: the partition's start after a reset (all of it is
+// new), its first offset after a deletion. The partition's fitted offset
+// is forgotten after a reset: the current version's training offsets
+// count another log's messages.
+func (r *Retrainer) unreachable(ctx context.Context, partition int, next int64) (int64, bool) {
+	var first, last int64
+	err := func() error {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		conn, err := r.cfg.Security.Dialer().DialLeader(dctx, "tcp", r.cfg.Brokers[0], r.cfg.Topic, partition)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		first, last, err = conn.ReadOffsets()
+		return err
+	}()
+	if err != nil {
+		// The read loop's own errors say the rest; nothing to decide.
+		r.cfg.Obs.Logger.Debug("check training partition offsets", "partition", partition, "err", err)
+		return 0, false
+	}
+	switch {
+	case next > last:
+		r.cfg.Obs.Logger.Warn("training partition starts again below the offset read (broker restarted empty, or topic recreated); reading it from its start",
+			"topic", r.cfg.Topic, "partition", partition, "offset", next, "end", last, "start", first)
+		r.mu.Lock()
+		delete(r.fitted, partition)
+		r.mu.Unlock()
+		return first, true
+	case next < first:
+		r.cfg.Obs.Logger.Warn("training partition no longer holds the offset read (deleted by retention); reading from its first offset",
+			"topic", r.cfg.Topic, "partition", partition, "offset", next, "start", first)
+		return first, true
+	}
+	return 0, false
 }
 
 // heldOut reports whether a bag belongs to the held-out slice.
