@@ -77,7 +77,7 @@ func ParseEnv(fs *flag.FlagSet, args []string, env EnvNames) error {
 }
 
 func parse(fs *flag.FlagSet, args []string, envName EnvNames, lookup func(string) (string, bool)) error {
-	if err := fs.Parse(args); err != nil {
+	if err := ParseArgs(fs, args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -95,6 +95,27 @@ func parse(fs *flag.FlagSet, args []string, envName EnvNames, lookup func(string
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// ParseArgs parses the command line only (no environment): -h/--help
+// prints the usage and returns flag.ErrHelp; a bad flag or value prints
+// nothing and returns one line, the error and a hint, for ExitCode to
+// print, instead of the flag package's error followed by the whole help.
+func ParseArgs(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		return fmt.Errorf("%w (--help lists the flags)", err)
+	}
+	return nil
 }
 
 // StringList is a repeatable string flag; from the environment it takes a

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,26 @@ func TestParseErrorsAreUsageErrors(t *testing.T) {
 	fs = NewFlagSet("ingest", "test", io.Discard)
 	if err := Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) || errors.Is(err, ErrUsage) {
 		t.Errorf("help: %v", err)
+	}
+}
+
+// TestBadFlagIsOneLine: a bad flag value or an unknown flag is one line
+// on stderr, the error with a hint, not the whole help (which --help
+// still prints, once).
+func TestBadFlagIsOneLine(t *testing.T) {
+	for _, args := range [][]string{{"--rate", "abc"}, {"--bogus"}, {"--rate"}} {
+		var out, stderr strings.Builder
+		fs := NewFlagSet("cmd", "Usage: cmd [flags]\n\nA long synopsis.", &out)
+		fs.Float64("rate", 0, "bags per second")
+		err := Parse(fs, args)
+		code := ExitCode("cmd", &stderr, err)
+		if code != ExitUsage || out.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--help") {
+			t.Errorf("%q: exit %d, printed %q and %q; want exit 2 and one line naming --help", args, code, out.String(), stderr.String())
+		}
+	}
+	var out strings.Builder
+	fs := NewFlagSet("cmd", "Usage: cmd [flags]", &out)
+	if err := Parse(fs, []string{"--help"}); !errors.Is(err, flag.ErrHelp) || strings.Count(out.String(), "Usage: cmd") != 1 {
+		t.Errorf("--help: %v, printed %q", err, out.String())
 	}
 }

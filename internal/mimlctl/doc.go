@@ -26,7 +26,7 @@ import (
 func parseArgs(fs *flag.FlagSet, args []string, env cli.EnvNames) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cli.ParseArgs(fs, args); err != nil {
 			return nil, cli.Usage(err)
 		}
 		rest := fs.Args()

@@ -125,7 +125,7 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 		var rc redisflag.Config
 		var o modelOpts
 		registerCommon(fs, &rc, &o)
-		if err := fs.Parse(args); err != nil {
+		if err := cli.ParseArgs(fs, args); err != nil {
 			return cli.Usage(err)
 		}
 		if len(args) == 0 {
