@@ -5,9 +5,9 @@
 //
 // The contract, all of it checked by tests:
 //
-//   - a Kind with a Fit and a Decode, and a Params declaration (ParamSpec)
-//     of every key Fit reads: a Registry rejects any other key and a value
-//     of the wrong type before Fit runs;
+//   - a Kind with a Fit and a Decode, and a Params declaration (ParamSpec,
+//     derived from the kind's Decls) of every key Fit reads: a Registry
+//     rejects any other key and a value of the wrong type before Fit runs;
 //   - a Model whose Annotate is safe for concurrent use, wraps ErrBadInput
 //     for input it cannot handle, and annotates identically after
 //     Encode and Registry.Decode; optional capabilities (FeatureMapper) are

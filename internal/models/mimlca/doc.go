@@ -17,45 +17,27 @@
 //
 // # Parameters (models.FitOptions.Params)
 //
-// Shared with mlca (parsed by metriclearn.ParseConfig):
+// The keys are declared once, with their types, ranges, defaults and
+// docs: those shared with mlca by metriclearn.Params, MIMLCA's own by
+// params in kind.go (`retrainer eval --list-params mimlca` and
+// docs/models.md show them). What the one-line docs leave out:
 //
-//	metric=learned|euclidean  euclidean keeps the MIMLCA assignment and
-//	                          centroids but uses the identity metric: the
-//	                          baseline of the paper's tables (default learned)
-//	kernel=linear|rbf|chi2    rbf: exp(-γ‖a−b‖²); chi2: exp(-γ D_χ²(a,b)) on
-//	                          ℓ1-normalized vectors (non-negative features)
-//	gamma=0                   kernel width; 0 = 1/mean pairwise distance
-//	landmarks=500             Nyström landmarks for kernels (0 = all training
-//	                          instances: the exact kernel method, O(n³))
-//	center=true               subtract the training mean of the features
-//	                          before learning (the closed form has no
-//	                          intercept; false = the paper's raw features)
-//	rule=centroid|alpha       eq. 15 or eq. 16 for instance labels
-//	alpha=0.25                α of eq. 16
-//	refs=20, citers=20        citation-kNN references r and citers c
-//	                          (both 0: bag labels = union of instance labels)
-//
-// MIMLCA only:
-//
-//	iters=50                  maximum adapted k-means iterations per restart
-//	restarts=10               random initializations of H after the authors'
-//	                          deterministic start (centroids = means of the
-//	                          instances of the bags carrying each label);
-//	                          lowest eq. 12 wins
-//	assign=input|kernel       space of the adapted k-means for kernel models
-//	capacity=1                instances of a bag one candidate label may take
-//	                          (1 = eq. 2 of the paper; larger values replicate
-//	                          the label columns of the assignment problem, for
-//	                          data where one label covers several instances)
-//	select=cv|none            cv: choose capacity ∈ {1, 9} × hausdorff ∈
-//	                          {min, max} by an inner cross-validation on the
-//	                          training bags only, scored by average
-//	                          precision of citation-kNN, then refit the best
-//	                          on all training bags (see Select; a key given
-//	                          explicitly is held fixed, not searched). The
-//	                          choice and its inner score are recorded in
-//	                          Meta().Params (default cv)
-//	select.folds=3            inner folds of select=cv
+//   - metric=euclidean keeps the MIMLCA assignment and centroids but uses
+//     the identity metric: the baseline of the paper's tables.
+//   - center=false gives the paper's raw features; the closed form has no
+//     intercept, hence the default true.
+//   - restarts draw H at random after the authors' deterministic start
+//     (centroids = means of the instances of the bags carrying each
+//     label); the lowest eq. 12 objective wins.
+//   - capacity larger than 1 replicates the label columns of the
+//     assignment problem, for data where one label covers several
+//     instances.
+//   - select=cv chooses capacity ∈ {1, 9} × hausdorff ∈ {min, max} by an
+//     inner cross-validation on the training bags only, scored by the
+//     average precision of citation-kNN, then refits the best on all
+//     training bags (see Select; a key given explicitly is held fixed, not
+//     searched); the choice and its inner score are recorded in
+//     Meta().Params.
 //
 // # Model selection
 //

@@ -44,33 +44,14 @@
 // select=none trains with the chosen C and γ, on the kernel matrix the
 // selection's pair matrix gives.
 //
-// Parameters (FitOptions.Params; unknown keys are rejected):
-//
-//	C          SVM trade-off; rbf / poly: searched by select=cv   (10000)
-//	epochs     SGD passes over the training instances per round (50)
-//	iters      maximum relabeling rounds                      (20)
-//	restarts   initialisations; lowest objective kept   (3 linear, 1 kernel)
-//	init       random | bag: random latent labels and witnesses, as
-//	           the SyMIL paper does for every method, or Andrews'
-//	           initialisation (every instance of a positive bag
-//	           positive; the witness nearest the bag mean) for the
-//	           first restart and random ones for the others, as
-//	           misvm's "non-random start" then random restarts
-//	           (random for linear, bag for rbf / poly)
-//	bias       append a regularised bias (linear)             (true)
-//	scale      feature transform fitted on the training instances:
-//	           zscore | none | unit (instance / ‖instance‖) |
-//	           zunit (z-score, then unit norm) | minmax (each
-//	           feature to [0, 1]) | maxabs (each feature / its
-//	           largest magnitude)                              (zscore)
-//	kernel     auto | linear | rbf | poly                      (auto)
-//	gamma      kernel width / scale; 0: the rule above          (0)
-//	degree     poly degree, 1..10                               (3)
-//	coef0      poly constant                                    (1)
-//	gram_limit most training instances for rbf / poly         (6000)
-//	tol        SMO tolerance                                   (1e-3)
-//	select     cv | none: C × γ ∈ {1e2, 1e3, 1e4} × {¼, 1, 4}·rule by
-//	           inner CV, or the given values (cv for rbf / poly)
+// Parameters (FitOptions.Params; unknown keys are rejected) are declared
+// once, with their types, ranges, defaults and docs, by params below
+// (`retrainer eval --list-params misvm` and docs/models.md show them).
+// init=bag is Andrews' initialisation: every instance of a positive bag
+// positive, the witness nearest the bag mean, for the first restart and
+// random ones for the others, as misvm's "non-random start" then random
+// restarts; init=random draws the latent labels and witnesses at random,
+// as the SyMIL paper does for every method.
 //
 // Sparse data (mil.Bag.Sparse, text bags) trains without densifying: scale
 // defaults to unit (maxabs and none are the other choices that keep zeros

@@ -33,46 +33,24 @@
 //
 // # Parameters
 //
-// FitOptions.Params keys (unknown keys are rejected):
+// FitOptions.Params keys (unknown keys are rejected) are declared once,
+// with their types, ranges, defaults and docs, by params in symil.go
+// (`retrainer eval --list-params symil` and docs/models.md show them).
+// What the declaration's one-line docs leave out:
 //
-//	kernel       auto | linear | rbf                           (auto)
-//	             auto: rbf on dense data up to gram_limit training
-//	             instances, linear otherwise (sparse data, larger
-//	             sets, or solver=sgd given); see Config.resolve
-//	C            trade-off: the paper's 10⁴ (linear), 100 (rbf: see defaultC)
-//	solver       sgd (primal, Alg. 2; linear only), cp (dual, Alg. 3) or
-//	             dcd (exact dual coordinate ascent)             (sgd; rbf: cp)
-//	lambda       cv, or a fixed λ ≥ 0                           (cv)
-//	lambda_grid  λ candidates of the inner CV                   (0.1,0.2,0.5,1)
-//	cv_folds     folds of the inner CV over λ (stratified)      (3)
-//	cv_repeats   independent inner splits, averaged (for λ and
-//	             scale=auto; 1: the single split used before)   (3; rbf: 1)
-//	gamma        RBF γ: auto (1 / mean squared pairwise distance),
-//	             meandist (the mean pairwise distance itself, the
-//	             paper's words read literally) or a number   (auto)
-//	restarts     random latent initialisations per fit          (3)
-//	epochs       SGD passes over the bags per CCCP step         (50)
-//	cccp_iters   maximum CCCP rounds                            (20)
-//	cccp_eps     CCCP stops when P decreases by < eps·max(1,P)  (1e-4)
-//	cp_iters     maximum cutting planes per CCCP round (rbf)    (100)
-//	cp_eps       cutting-plane tolerance on the slack (rbf)     (1e-3)
-//	bias         add a regularised bias                         (true)
-//	gram_limit   maximum training instances for rbf             (6000)
-//	dcd_eps      dcd: relative duality gap to stop at           (1e-3)
-//	dcd_sweeps   dcd: maximum passes over the bags per subproblem (2000)
-//	scale        feature transform fitted on the training instances:
-//	             auto | zscore | none | unit (instance / ‖instance‖) |
-//	             zunit (z-score, then unit norm) | minmax (each
-//	             feature to [0, 1]); see this package's README.md,
-//	             "Scaling and C".
-//	             auto under rbf is zscore; under linear it
-//	             chooses unit or zscore on the training bags:
-//	             the inner CV of λ runs under both, and unit is kept
-//	             unless zscore's held-out hits, averaged per bag over
-//	             the cv_repeats splits, beat it by more than one
-//	             standard error of the paired per-bag difference
-//	             (the one-standard-error rule; see chooseScale); the
-//	             chosen transform keeps the λ it chose           (auto)
+//   - kernel=auto is rbf on dense data up to gram_limit training
+//     instances, linear otherwise (sparse data, larger sets, or solver=sgd
+//     given); C and cv_repeats then default by the chosen kernel (see
+//     Config.resolve and defaultC).
+//   - gamma=meandist reads the paper's words literally: γ is the mean
+//     pairwise distance itself.
+//   - scale=auto under rbf is zscore; under linear it chooses unit or
+//     zscore on the training bags: the inner CV of λ runs under both, and
+//     unit is kept unless zscore's held-out hits, averaged per bag over the
+//     cv_repeats splits, beat it by more than one standard error of the
+//     paired per-bag difference (the one-standard-error rule; see
+//     chooseScale); the chosen transform keeps the λ it chose. See this
+//     package's README.md, "Scaling and C".
 //
 // # Reconstruction choices
 //
