@@ -34,6 +34,7 @@ func commands() []command {
 			return mimlctl.ModelsCommand(ctx, env, catalog.New(), args)
 		}},
 		{"status", "serve the status page: models, live quality, throughput, lag, dead letters, refits", mimlctl.StatusCommand},
+		{"picture", "draw an annotated photo: its regions tinted by their labels, with a legend", mimlctl.PictureCommand},
 	}
 }
 
