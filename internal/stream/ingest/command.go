@@ -48,14 +48,17 @@ type Config struct {
 	TLSCert, TLSKey string
 	MaxBodyBytes    int64
 	MaxConcurrent   int
-	Timeouts        httpguard.Timeouts
+	// MinBodyRate and MinBodyRateGrace: HTTPConfig's.
+	MinBodyRate      int64
+	MinBodyRateGrace time.Duration
+	Timeouts         httpguard.Timeouts
 }
 
 // DefaultConfig returns the defaults of the ingest flags.
 func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
 		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true, InFlight: 4, Compression: "none", Linger: kafkaio.DefaultLinger, WireFormat: wire.FormatJSON,
-		MaxBodyBytes: 64 << 20, MaxConcurrent: 8,
+		MaxBodyBytes: 64 << 20, MaxConcurrent: 8, MinBodyRate: 1024, MinBodyRateGrace: 10 * time.Second,
 		Timeouts: httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute}}
 }
 
@@ -74,6 +77,8 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM `file` of the private key of --tls-cert")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest POST /bags body: reading stops beyond it and the answer is 413 with the lines processed so far (0: no total limit; memory stays bounded by --max-message-bytes per line either way)")
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", c.MaxConcurrent, "POST /bags requests served at once; more are answered 503 with Retry-After (0: no bound)")
+	fs.Int64Var(&c.MinBodyRate, "min-body-rate", c.MinBodyRate, "slowest a POST /bags body may be sent, in bytes a second on average after --min-body-rate-grace; a slower one is cut off (400), so trickling clients cannot hold every --max-concurrent slot until --read-timeout (0: no minimum)")
+	fs.DurationVar(&c.MinBodyRateGrace, "min-body-rate-grace", c.MinBodyRateGrace, "time a POST /bags body may take before --min-body-rate applies")
 	fs.DurationVar(&c.Timeouts.ReadHeader, "read-header-timeout", c.Timeouts.ReadHeader, "time a client has to send the request headers")
 	fs.DurationVar(&c.Timeouts.Read, "read-timeout", c.Timeouts.Read, "time a client has to send a whole request, body included")
 	fs.DurationVar(&c.Timeouts.Write, "write-timeout", c.Timeouts.Write, "time from the end of the request headers to the end of the answer (reading, publishing, answering)")
@@ -119,7 +124,8 @@ func (c Config) checkSource() error {
 // token file; a token file that cannot be read or holds no token is a
 // usage error.
 func (c Config) HTTPConfig() (HTTPConfig, error) {
-	h := HTTPConfig{MaxLineBytes: c.MaxMessageBytes, MaxBodyBytes: c.MaxBodyBytes, Batch: c.Batch, MaxConcurrent: c.MaxConcurrent}
+	h := HTTPConfig{MaxLineBytes: c.MaxMessageBytes, MaxBodyBytes: c.MaxBodyBytes, Batch: c.Batch, MaxConcurrent: c.MaxConcurrent,
+		MinBodyRate: c.MinBodyRate, MinBodyRateGrace: c.MinBodyRateGrace}
 	if h.MaxLineBytes <= 0 {
 		h.MaxLineBytes = int(min(c.MaxBodyBytes, math.MaxInt32))
 	}
@@ -235,7 +241,12 @@ func (s *Service) Run(ctx context.Context) error {
 	default:
 		err = s.serveHTTP(ctx)
 	}
-	printSummary(s.env.Stdout, s.pub.Stats(), time.Since(start))
+	st := s.pub.Stats()
+	if err == nil || st.Published > 0 || len(st.Rejected) > 0 {
+		// A source that could not be read (ingest --data nope.mat) is
+		// the error alone, not "published 0 bags" before it.
+		printSummary(s.env.Stdout, st, time.Since(start))
+	}
 	return err
 }
 
@@ -346,9 +357,14 @@ func newBar(env service.Env, show bool, n int, what string) *progressbar.Progres
 	if !show {
 		return progressbar.DefaultSilent(int64(n), what)
 	}
-	return progressbar.NewOptions(n, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionSetDescription(what),
+	bar := progressbar.NewOptions(n, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("bags"),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }))
+	// The bar's clock starts at its first render: rendered now, at 0, its
+	// first tick's rate is over the time since publishing started, not
+	// over the microseconds before that tick.
+	_ = bar.RenderBlank()
+	return bar
 }
 
 func (s *Service) ingestJSONL(ctx context.Context) error {
@@ -375,6 +391,7 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 	if show {
 		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionSetDescription("publishing "+f.JSONL),
 			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }))
+		_ = bar.RenderBlank() // the clock starts now, as newBar's
 	} else {
 		bar = progressbar.DefaultBytesSilent(-1, "")
 	}

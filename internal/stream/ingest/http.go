@@ -42,6 +42,12 @@ type HTTPConfig struct {
 	// MaxConcurrent bounds the requests in flight; beyond it the answer is
 	// 503 with Retry-After. <= 0: no bound.
 	MaxConcurrent int
+	// MinBodyRate is the slowest a body may be sent, in bytes a second on
+	// average, once MinBodyRateGrace has passed (httpguard.MinRate): a
+	// slower one is cut off (400), so a few trickling clients cannot hold
+	// every MaxConcurrent slot until the read timeout. <= 0: no minimum.
+	MinBodyRate      int64
+	MinBodyRateGrace time.Duration
 	// Metrics, when not nil, is served on GET /metrics, open to scrapers
 	// like /healthz.
 	Metrics http.Handler
@@ -176,7 +182,8 @@ func (h *bagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.write(w, http.StatusUnsupportedMediaType, res, &accepted)
 		return
 	}
-	status := h.process(r.Context(), r.Body, res, &accepted)
+	body := httpguard.MinRate(w, r.Body, h.cfg.MinBodyRate, h.cfg.MinBodyRateGrace)
+	status := h.process(r.Context(), body, res, &accepted)
 	if status == http.StatusRequestEntityTooLarge || status == http.StatusBadRequest && !res.Complete {
 		w.Header().Set("Connection", "close")
 	}
