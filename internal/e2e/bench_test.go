@@ -28,6 +28,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/kafkatest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
@@ -144,7 +145,7 @@ func benchPipeline(b *testing.B, external []string, codec kafka.Compression, for
 	// The pipeline.
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	brokers, topics, rawTopic := benchBroker(b, external, prefix)
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
+	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redistest.Addr()})
 	if err != nil {
 		_, rdb, _ = streamtest.StartRedis(b)
 	} else {

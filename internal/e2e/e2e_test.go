@@ -255,7 +255,7 @@ func TestRedisOutage(t *testing.T) {
 	e := newEnv(t)
 	ds, blob := mscv2Model(t)
 	v1 := e.promote(blob)
-	proxy, err := streamtest.NewProxy(redisAddr)
+	proxy, err := streamtest.NewProxy(e.redis)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -410,7 +410,7 @@ func TestOversizeIngestJSONLAndHTTP(t *testing.T) {
 // retrainerArgs are the flags of a retrainer process over the test's
 // broker and registry: ORed-LR with a quick fit.
 func (e *env) retrainerArgs(every int, listen string, extra ...string) []string {
-	return append([]string{"--brokers", strings.Join(e.brokers, ","), "--redis", redisAddr, "--registry-prefix", e.prefix + ":models",
+	return append([]string{"--brokers", strings.Join(e.brokers, ","), "--redis", e.redis, "--registry-prefix", e.prefix + ":models",
 		"--model", "orlr", "--param", "iters=2", "--param", "msteps=5", "--every", fmt.Sprint(every), "--min-bags", "50",
 		"--listen", listen, "--create-topics=false"}, extra...)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
@@ -40,8 +41,6 @@ import (
 // tests are subprocesses running exactly the annotator command's code, so
 // SIGKILL and restarts are real.
 const roleEnv = "MIMLSTREAM_E2E_ROLE"
-
-const redisAddr = "127.0.0.1:6379"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "annotator" {
@@ -74,6 +73,7 @@ type env struct {
 	brokers []string
 	topics  wire.Topics
 	rdb     redis.UniversalClient
+	redis   string // the real Redis's address (redistest.Real)
 	prefix  string
 	reg     *featurestore.Registry
 	// sec and secArgs secure the Kafka connections of the test's own
@@ -91,12 +91,10 @@ func newEnv(t *testing.T) *env {
 // pipeline's topics, which it may create or leave to the services).
 func newEnvOn(t *testing.T, start func(wire.Topics) []string) *env {
 	t.Helper()
+	redisAddr := redistest.Real(t) // fails under CI=true when no Redis answers
 	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no Redis at %s: %v", redisAddr, err)
-		}
-		t.Skipf("no Redis at %s (make test starts one in CI): %v", redisAddr, err)
+		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
 	}
 	topics := wire.DefaultTopics()
 	brokers := start(topics)
@@ -106,7 +104,7 @@ func newEnvOn(t *testing.T, start func(wire.Topics) []string) *env {
 		streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
 		rdb.Close()
 	})
-	return &env{t: t, brokers: brokers, topics: topics, rdb: rdb, prefix: prefix,
+	return &env{t: t, brokers: brokers, topics: topics, rdb: rdb, redis: redisAddr, prefix: prefix,
 		reg: featurestore.NewRegistry(rdb, prefix+":models")}
 }
 
@@ -130,7 +128,7 @@ type annotatorOpts struct {
 func (e *env) startAnnotator(name string, o annotatorOpts) *annotator {
 	e.t.Helper()
 	if o.redis == "" {
-		o.redis = redisAddr
+		o.redis = e.redis
 	}
 	listen := ""
 	if o.listen {
