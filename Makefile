@@ -7,9 +7,12 @@ GO ?= go
 # under CI=true it fails instead.
 HAVE_JAVA := $(shell command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 && echo yes)
 
+REAL_KAFKA := TestRealKafka|TestStartProduceRestart
 test: vet
+	$(GO) test -count=1 -timeout 80m -skip '$(REAL_KAFKA)' ./...
 	@test -n "$(HAVE_JAVA)" || echo "real-Kafka suite skipped: java or mvn not found (with CI=true it fails instead)"
-	$(GO) test -count=1 -timeout 80m ./...
+	@# verbose, so that the log names each real-Kafka test, its Kafka version and its counts
+	$(GO) test -count=1 -timeout 40m -v -run '$(REAL_KAFKA)' ./internal/testsupport/kafkatest/ ./internal/e2e/
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
