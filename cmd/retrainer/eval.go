@@ -23,6 +23,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
+	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/media/photoeval"
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/media/texteval"
@@ -155,7 +156,7 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 	start := time.Now()
 	var data *mil.Dataset
 	var split *eval.Split
-	if photoeval.IsPhotoManifest(f.data) {
+	if photobag.IsPhotoManifest(f.data) {
 		if f.split != "cv" {
 			return fmt.Errorf("%w: --split %s: a photo manifest has no split of its own", errUsage, f.split)
 		}

@@ -11,7 +11,6 @@ package photoeval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
@@ -26,6 +25,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/imageseg"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
+	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
 
@@ -61,13 +61,13 @@ type Data struct {
 
 // Build reads the manifest at path and featurizes every photo.
 func Build(ctx context.Context, path string, opt Options) (*Data, error) {
-	lines, dir, err := ReadManifest(path)
+	lines, dir, err := photobag.ReadManifest(path)
 	if err != nil {
 		return nil, err
 	}
 	classes := opt.Classes
 	if classes == nil {
-		if classes, err = readClasses(dir, lines); err != nil {
+		if classes, err = photobag.Classes(dir, lines); err != nil {
 			return nil, err
 		}
 	}
@@ -121,39 +121,8 @@ feed:
 	return d, nil
 }
 
-func readClasses(dir string, lines []Line) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "classes.json"))
-	if err == nil {
-		var c struct {
-			Classes []string `json:"classes"`
-		}
-		if err := json.Unmarshal(b, &c); err != nil || len(c.Classes) == 0 {
-			return nil, fmt.Errorf("%s: want {\"classes\": [...]}: %v", filepath.Join(dir, "classes.json"), err)
-		}
-		return c.Classes, nil
-	}
-	if !os.IsNotExist(err) {
-		return nil, err
-	}
-	set := map[string]bool{}
-	for _, l := range lines {
-		for _, c := range l.Labels {
-			set[c] = true
-		}
-		for _, r := range l.Regions {
-			set[r.Label] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for c := range set {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // build featurizes photo i into bag i and returns its truth.
-func (d *Data) build(i int, l Line, dir string, index map[string]int, opt Options) (*truth, error) {
+func (d *Data) build(i int, l photobag.Line, dir string, index map[string]int, opt Options) (*truth, error) {
 	data, err := os.ReadFile(filepath.Join(dir, l.Image))
 	if err != nil {
 		return nil, err
@@ -232,7 +201,7 @@ func argmax(votes []int) int {
 	return bi
 }
 
-func readTruth(path string, w, h int, regions []GTRegion, index map[string]int) (*truth, error) {
+func readTruth(path string, w, h int, regions []photobag.GTRegion, index map[string]int) (*truth, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

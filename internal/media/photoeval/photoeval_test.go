@@ -7,6 +7,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
+	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
 
@@ -58,7 +59,7 @@ func TestScoreHandWorked(t *testing.T) {
 // service's regions nearly so, and a wrong labelling scores lower.
 func TestBuildSample(t *testing.T) {
 	const manifest = "../../../testdata/msrc_v2_sample/bags.jsonl"
-	if !IsPhotoManifest(manifest) {
+	if !photobag.IsPhotoManifest(manifest) {
 		t.Fatal("the sample's bags.jsonl is not recognised as a photo manifest")
 	}
 	f, err := imagefeat.New(imagefeat.DefaultParams())
@@ -83,7 +84,7 @@ func TestBuildSample(t *testing.T) {
 			}
 			test[i] = b
 			preds[i].InstanceLabels = b.InstanceLabels
-			wrong[i].InstanceLabels = make([]int, b.Len()) // all class 0 (aeroplane): in none of the photos
+			wrong[i].InstanceLabels = make([]int, b.Len()) // all class 0 (building): in none of the three photos
 		}
 		m, err := d.Score(test, preds)
 		if err != nil {

@@ -281,7 +281,7 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 	// Encoded once, checked in memory: the verdict and reason DecodeBag
 	// (or DecodeBagProto) would give the encoding, without decoding it
 	// again.
-	return p.publish(ctx, raws, false, func(i int) (*wire.BagMessage, error) {
+	return p.publish(ctx, raws, p.cfg.Format, false, func(i int) (*wire.BagMessage, error) {
 		return p.validator.CheckEncoded(&msgs[i], len(raws[i]))
 	}, func(i int) string { return msgs[i].ID })
 }
@@ -294,7 +294,7 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 // acknowledged; a message the broker refuses even so is returned as a
 // rejection (the others of the call are published).
 func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection, error) {
-	return p.publish(ctx, raws, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) },
+	return p.publish(ctx, raws, wire.FormatJSON, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) },
 		func(i int) string {
 			// A bag refused for its content is still found by its id
 			// when that could be read.
@@ -334,7 +334,9 @@ func (p *Publisher) RejectSkipped(ctx context.Context, s httpguard.Skipped, limi
 // is the id of a rejected raws[i] when it could be read ("" otherwise),
 // the key of its dead letter. transcode: raws are JSON, to be published in
 // the binary encoding of what check decoded.
-func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, check func(i int) (*wire.BagMessage, error), idOf func(i int) string) ([]Rejection, error) {
+// raws are in format (the configured one but for media bags, always
+// JSON); with transcode they are JSON to be sent as protobuf.
+func (p *Publisher) publish(ctx context.Context, raws [][]byte, format wire.Format, transcode bool, check func(i int) (*wire.BagMessage, error), idOf func(i int) string) ([]Rejection, error) {
 	w := p.producer(ctx)
 	var out []kafka.Message
 	var spans []trace.Span
@@ -351,7 +353,7 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, 
 			h := kafkaio.Headers(ctx, p.cfg.Obs.Propagator)
 			if !transcode {
 				// raws are in the configured format.
-				h = kafkaio.WithOriginal(h, p.cfg.Format.ContentType())
+				h = kafkaio.WithOriginal(h, format.ContentType())
 			}
 			d := wire.NewDeadLetter(wire.StageIngest, reason, err, id, "", 0, -1, raws[i]).Encode(w.ValueBudget([]byte(id), h))
 			out = append(out, kafka.Message{Topic: p.cfg.Topics.DeadLetter, Key: []byte(id), Value: d, Headers: h})
@@ -377,7 +379,10 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, transcode bool, 
 			span.SetAttributes(attribute.String("bag.id", bm.ID), attribute.Bool("bag.labeled", bm.Labels != nil),
 				attribute.Int("bag.instances", bm.Bag().Len()))
 		}
-		h := kafkaio.HeadersAs(sctx, p.cfg.Obs.Propagator, p.cfg.Format)
+		h := kafkaio.HeadersAs(sctx, p.cfg.Obs.Propagator, format)
+		if transcode {
+			h = kafkaio.HeadersAs(sctx, p.cfg.Obs.Propagator, p.cfg.Format)
+		}
 		if transcode {
 			raw = bm.AppendProto(nil)
 		}

@@ -192,6 +192,13 @@ const (
 	// ReasonSchemaVersion: the schema-version header names a version this
 	// build does not read.
 	ReasonSchemaVersion Reason = "schema_version"
+	// ReasonMedia: media that cannot be read: a corrupt or unsupported
+	// image, or one whose header declares more pixels than the limit (a
+	// decompression bomb); the error says which.
+	ReasonMedia Reason = "media"
+	// ReasonFeaturizer: a bag made by another featurizer than the model's
+	// (media.Check).
+	ReasonFeaturizer Reason = "featurizer"
 )
 
 // Reasons lists every dead-letter reason: the one list the schemas' reason
@@ -200,7 +207,7 @@ const (
 func Reasons() []Reason {
 	return []Reason{ReasonMalformedJSON, ReasonSchema, ReasonNonFinite, ReasonDimension, ReasonEmptyBag,
 		ReasonLabelSetTooLarge, ReasonVocabulary, ReasonLabels, ReasonOversize, ReasonBadInput, ReasonModelError, ReasonProduceRefused,
-		ReasonContentType, ReasonSchemaVersion}
+		ReasonContentType, ReasonSchemaVersion, ReasonMedia, ReasonFeaturizer}
 }
 
 // Stages that dead-letter messages.

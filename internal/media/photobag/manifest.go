@@ -1,4 +1,4 @@
-package photoeval
+package photobag
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Line is one photo of a manifest (JSON lines, as msrc_v2_dev's
@@ -93,4 +94,38 @@ func IsPhotoManifest(path string) bool {
 		return json.Unmarshal(sc.Bytes(), &probe) == nil && probe.Image != nil
 	}
 	return false
+}
+
+// Classes returns the vocabulary of a manifest's photos: classes.json
+// ({"classes": [...]}) in its folder when there is one, else the sorted
+// union of the labels and region labels of its lines.
+func Classes(dir string, lines []Line) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "classes.json"))
+	if err == nil {
+		var c struct {
+			Classes []string `json:"classes"`
+		}
+		if err := json.Unmarshal(b, &c); err != nil || len(c.Classes) == 0 {
+			return nil, fmt.Errorf("%s: want {\"classes\": [...]}: %v", filepath.Join(dir, "classes.json"), err)
+		}
+		return c.Classes, nil
+	}
+	if !os.IsNotExist(err) {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, l := range lines {
+		for _, c := range l.Labels {
+			set[c] = true
+		}
+		for _, r := range l.Regions {
+			set[r.Label] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -1,0 +1,127 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"image"
+	"image/png"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
+	"github.com/mimlstream/mimlstream/internal/media/photo"
+	"github.com/mimlstream/mimlstream/internal/media/photobag"
+	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
+)
+
+// bombPNG is a valid 2x2 PNG whose header is rewritten to declare
+// 100000 x 100000 pixels (CRC fixed), as a decompression bomb's is.
+func bombPNG(t *testing.T) []byte {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	binary.BigEndian.PutUint32(b[16:], 100000)
+	binary.BigEndian.PutUint32(b[20:], 100000)
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	return b
+}
+
+// TestPublishPhotos: a photo becomes a bag of its regions with its
+// provenance on both topics (labeled); a corrupt, a bomb, an unsupported
+// and an oversize photo, and one labeled outside the vocabulary, are
+// dead-lettered with their reasons, their manifest lines as originals,
+// and the good photo still goes out.
+func TestPublishPhotos(t *testing.T) {
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	good, err := os.ReadFile("../../../testdata/msrc_v2_sample/images/12_29_s.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	photos := []photobag.Photo{
+		{ID: "ducks", URI: "images/12_29_s.jpg", Data: good, Labels: []string{"grass", "bird"}},
+		{ID: "corrupt", URI: "c.jpg", Data: good[:len(good)/3], Labels: []string{"bird"}},
+		{ID: "bomb", URI: "b.png", Data: bombPNG(t)},
+		{ID: "text", URI: "t.txt", Data: []byte("not an image")},
+		{ID: "huge", URI: "h.jpg", Data: append(bytes.Repeat([]byte{0}, 1<<20), good...)},
+		{ID: "stranger", URI: "images/12_29_s.jpg", Data: good, Labels: []string{"dragon"}},
+	}
+	orig := make([][]byte, len(photos))
+	for i, p := range photos {
+		orig[i] = []byte(`{"id":"` + p.ID + `","image":"` + p.URI + `"}`)
+	}
+	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, Format: wire.FormatProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f, _ := imagefeat.New(imagefeat.DefaultParams())
+	classes := []string{"bird", "grass"}
+	rej, err := p.PublishPhotos(ctx, f, classes, photo.Limits{MaxBytes: 1 << 20}, photos, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]wire.Reason{}
+	for _, r := range rej {
+		got[r.ID] = r.Reason
+	}
+	want := map[string]wire.Reason{"corrupt": wire.ReasonMedia, "bomb": wire.ReasonMedia, "text": wire.ReasonMedia,
+		"huge": wire.ReasonOversize, "stranger": wire.ReasonVocabulary}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rejected %v, want %v", got, want)
+	}
+	// The bag on the train topic: JSON whatever the configured format,
+	// one region per instance, the photo's hash and the featurizer's name.
+	tctx, tcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer tcancel()
+	var bag *wire.BagMessage
+	v, _ := wire.NewValidator(0)
+	_ = kafkaio.Tail(tctx, brokers, kafkasec.Conn{}, topics.Train, func(m kafka.Message) error {
+		if ct := kafkaio.ContentType(m.Headers); ct != wire.ContentTypeJSON {
+			t.Errorf("media bag sent as %q", ct)
+		}
+		bag, err = v.DecodeBag(m.Value)
+		tcancel()
+		return err
+	})
+	if bag == nil {
+		t.Fatal("no bag on the train topic")
+	}
+	if bag.ID != "ducks" || bag.Media == nil || bag.Media.Size != int64(len(good)) || bag.Featurizer == nil || bag.Featurizer.Name != imagefeat.Name ||
+		len(bag.Regions) != len(bag.Instances) || !reflect.DeepEqual(bag.Labels, []int{0, 1}) {
+		t.Fatalf("bag %s: media %+v featurizer %+v, %d regions for %d instances, labels %v", bag.ID, bag.Media, bag.Featurizer, len(bag.Regions), len(bag.Instances), bag.Labels)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer dcancel()
+	dead := map[string]string{}
+	_ = kafkaio.Tail(dctx, brokers, kafkasec.Conn{}, topics.DeadLetter, func(m kafka.Message) error {
+		var d wire.DeadLetter
+		if err := json.Unmarshal(m.Value, &d); err != nil {
+			return err
+		}
+		dead[d.Key] = string(d.Reason) + " " + string(d.Original)
+		if len(dead) == len(want) {
+			dcancel()
+		}
+		return nil
+	})
+	for id, r := range want {
+		if w := string(r) + ` {"id":"` + id + `"`; len(dead[id]) < len(w) || dead[id][:len(w)] != w {
+			t.Errorf("dead letter of %s: %q, want reason %s and its manifest line", id, dead[id], r)
+		}
+	}
+}
