@@ -114,6 +114,9 @@ type AnnotatorConfig struct {
 	// a dead member.
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
+	// StartOffset is where the group starts on a partition it has no
+	// committed offset for (zero: earliest).
+	StartOffset kafkaio.StartOffset
 	// Quality, when non-nil, scores the served model (and a shadow
 	// candidate) on the labeled bags (quality.Tracker).
 	Quality LiveScorer
@@ -491,7 +494,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 		MinBytes:          1,
 		MaxBytes:          64 << 20,
 		MaxWait:           100 * time.Millisecond,
-		StartOffset:       kafka.FirstOffset,
+		StartOffset:       a.cfg.StartOffset.Offset(),
 		CommitInterval:    0, // synchronous commits, after outputs are acknowledged
 		SessionTimeout:    a.cfg.SessionTimeout,
 		HeartbeatInterval: a.cfg.HeartbeatInterval,

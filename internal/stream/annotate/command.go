@@ -44,6 +44,7 @@ type Config struct {
 	MaxMessageBytes int
 	DrainTimeout    time.Duration
 	SessionTimeout  time.Duration
+	StartOffset     kafkaio.StartOffset
 	// StallAfter is how long a batch's outputs may keep failing to be
 	// written before /readyz reports the annotator stalled.
 	StallAfter time.Duration
@@ -96,6 +97,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "dead-letter bag messages larger than this (0: no limit); outputs stay within it and within the max.message.bytes the broker reports (0: 1 MiB)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batches in flight at shutdown")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
+	fs.Var(&c.StartOffset, "start-offset", "where the group starts on a partition it has no committed offset for (a new group): earliest (every bag the topic still holds) or latest (only bags written from now on); a group with committed offsets resumes from them")
 	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "report the annotator stalled (/readyz 503, an ERROR log, the stalled gauge) when a batch's outputs keep failing to be written this long")
 	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
@@ -185,7 +187,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
 		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
-		StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(), Linger: cfg.Linger,
+		StartOffset: cfg.StartOffset, StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(), Linger: cfg.Linger,
 		Format: cfg.WireFormat, Obs: rt.Obs(),
 	}
 	if !cfg.NoFeatureCache {
