@@ -103,6 +103,7 @@ type ServeConfig struct {
 	Telemetry    service.Telemetry
 	Fit          FitConfig
 	Window       int
+	WindowBytes  int64
 	Every        int
 	Interval     time.Duration
 	MinBags      int
@@ -120,7 +121,7 @@ type ServeConfig struct {
 // DefaultServeConfig returns the defaults of the serve flags.
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
-		Fit: DefaultFitConfig(), Window: 5000, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
+		Fit: DefaultFitConfig(), Window: 5000, WindowBytes: DefaultWindowBytes, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
 		KeepVersions: 20, Listen: "127.0.0.1:8081"}
 }
 
@@ -130,6 +131,7 @@ func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	c.Telemetry.Register(fs)
 	c.Fit.register(fs, kinds)
 	fs.IntVar(&c.Window, "window", c.Window, "bags kept in the training window")
+	fs.Int64Var(&c.WindowBytes, "window-bytes", c.WindowBytes, "memory the training window's bags may hold, the oldest dropped first (the rebuild after a restart too); the fit's copies of the window come on top, so keep it well under the container's limit")
 	fs.IntVar(&c.Every, "every", c.Every, "refit after this many new bags (0: off)")
 	fs.DurationVar(&c.Interval, "interval", c.Interval, "refit on this schedule when new bags arrived (0: off)")
 	fs.IntVar(&c.MinBags, "min-bags", c.MinBags, "smallest window worth fitting")
@@ -212,7 +214,7 @@ func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg 
 	}
 	r, err := NewRetrainer(RetrainerConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topic: cfg.Kafka.Topics.Train, DeadLetterTopic: cfg.Kafka.Topics.DeadLetter, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
-		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Window: cfg.Window, Every: cfg.Every, Interval: cfg.Interval,
+		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Window: cfg.Window, WindowBytes: cfg.WindowBytes, Every: cfg.Every, Interval: cfg.Interval,
 		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
 		Shadow: cfg.Shadow, Workers: cfg.Fit.Workers, Obs: rt.Obs(),
 	})

@@ -74,6 +74,12 @@ type RetrainerConfig struct {
 	// Window bounds the bags kept (the newest; a bag id seen again replaces
 	// its older copy).
 	Window int
+	// WindowBytes bounds the memory the window's bags hold (their
+	// features, labels and, until judged, their messages; bagBytes), the
+	// oldest dropped first: bags of 1 MiB each would otherwise take a
+	// window of Window bags past any container's limit, and the rebuild
+	// after a restart would bring them back. <= 0: DefaultWindowBytes.
+	WindowBytes int64
 	// Every refits after this many new bags (0: never on count); Interval
 	// refits on a schedule when new bags arrived (0: never on time).
 	Every    int
@@ -140,9 +146,11 @@ type Retrainer struct {
 
 	mu    sync.Mutex
 	order []string // ids, oldest first
-	bags  map[string]windowBag
-	fresh int
-	last  []RefitResult
+	// windowBytes is the sum of bagBytes over the window.
+	windowBytes int64
+	bags        map[string]windowBag
+	fresh       int
+	last        []RefitResult
 	// target is what a training bag must fit: the current model's
 	// dimension and vocabulary, and the kind's label cap; nil until a
 	// current model is known. targetAt is when it was last read.
@@ -167,6 +175,48 @@ type Retrainer struct {
 	// running is set while Run consumes, rebuilt once the window has been
 	// read up to where the topic ended at start (Ready).
 	running, rebuilt atomic.Bool
+}
+
+// DefaultWindowBytes bounds the window's memory by default: 512 MiB,
+// which leaves the fit's copies of the window (the training and held-out
+// sets, a densified copy for a kind without a sparse path) room within the
+// 4 GiB limit of the retrainer's manifest.
+const DefaultWindowBytes = 512 << 20
+
+// bagBytes is the memory a window bag holds: its features (8 bytes each,
+// 12 with a sparse index), the slice headers of its rows, its labels, id
+// and classes, and its message while it is kept.
+func bagBytes(wb *windowBag) int64 {
+	n := int64(96 + len(wb.bag.ID) + 8*len(wb.bag.Labels) + len(wb.raw))
+	for _, x := range wb.bag.Instances {
+		n += 24 + 8*int64(len(x))
+	}
+	for _, v := range wb.bag.Sparse {
+		n += 48 + 12*int64(len(v.Idx))
+	}
+	for _, c := range wb.classes {
+		n += 16 + int64(len(c))
+	}
+	return n
+}
+
+// putLocked puts wb in the window's map (not its order), replacing the
+// bag of the same id, and counts its bytes; r.mu held.
+func (r *Retrainer) putLocked(id string, wb windowBag) {
+	if old, ok := r.bags[id]; ok {
+		r.windowBytes -= bagBytes(&old)
+	}
+	r.bags[id] = wb
+	r.windowBytes += bagBytes(&wb)
+}
+
+// dropLocked takes a bag out of the window's map (not its order) and its
+// bytes out of the count; r.mu held.
+func (r *Retrainer) dropLocked(id string) {
+	if old, ok := r.bags[id]; ok {
+		r.windowBytes -= bagBytes(&old)
+		delete(r.bags, id)
+	}
 }
 
 type windowBag struct {
@@ -229,6 +279,9 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = 5000
+	}
+	if cfg.WindowBytes <= 0 {
+		cfg.WindowBytes = DefaultWindowBytes
 	}
 	if cfg.ReachCheck <= 0 {
 		cfg.ReachCheck = 10 * time.Second
@@ -375,9 +428,10 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 	if !wb.judged {
 		wb.raw = m.Value
 	}
-	r.bags[bm.ID] = wb
-	for len(r.order) > r.cfg.Window {
-		delete(r.bags, r.order[0])
+	r.putLocked(bm.ID, wb)
+	// The oldest go first; the newest stays even alone over the bytes.
+	for len(r.order) > r.cfg.Window || (r.windowBytes > r.cfg.WindowBytes && len(r.order) > 1) {
+		r.dropLocked(r.order[0])
 		r.order = r.order[1:]
 	}
 	r.fresh++
@@ -577,14 +631,14 @@ func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
 		if t.Check(bm) == nil {
 			if !wb.judged {
 				wb.judged, wb.raw = true, nil
-				r.bags[id] = wb
+				r.putLocked(id, wb)
 			}
 			return false
 		}
 		if !wb.judged {
 			unfit = append(unfit, wb)
 		}
-		delete(r.bags, id)
+		r.dropLocked(id)
 		return true
 	})
 	return unfit
@@ -622,7 +676,9 @@ func (r *Retrainer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	msgs := make(chan fetched, 1024)
+	// A short queue: its messages are held on top of the window (1024 of
+	// 1 MiB bags were a GiB during a rebuild).
+	msgs := make(chan fetched, 64)
 	g, gctx := errgroup.WithContext(ctx)
 	for p, off := range starts {
 		g.Go(func() error { return r.follow(gctx, p, off, ends[p], msgs) })
@@ -1266,7 +1322,7 @@ func (r *Retrainer) dropIsolated(ctx context.Context, bags []isolatedBag) {
 		r.mu.Lock()
 		wb, ok := r.bags[b.id]
 		if ok {
-			delete(r.bags, b.id)
+			r.dropLocked(b.id)
 			r.order = slices.DeleteFunc(r.order, func(id string) bool { return id == b.id })
 		}
 		r.mu.Unlock()
