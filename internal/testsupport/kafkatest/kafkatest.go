@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -527,12 +528,21 @@ func newClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// freePort returns a loopback port that is free now, chosen below the
+// kernel's ephemeral range (32768 and up on Linux): the JVM binds it
+// seconds later, and a port from that range could meanwhile be handed to
+// another test's listener on port 0.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		port := 20000 + mrand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("kafkatest: no free port between 20000 and 32000")
+	return 0
 }
