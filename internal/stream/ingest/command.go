@@ -18,6 +18,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/httpguard"
+	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -147,7 +148,13 @@ func Command(ctx context.Context, env service.Env, args []string) error {
 
 Validates bags and publishes them to the annotate topic; bags that keep their
 labels (--label-fraction of the labeled ones) also go to the training topic.
---data reads any dataset format (.mat, .arff, .data, .jsonl, .csv);
+--data reads any dataset format (.mat, .arff, .data, .jsonl, .csv), a
+manifest of photos (JSON lines naming an "image" relative to its folder, with
+optional "labels", as msrc_v2_dev's bags.jsonl) or a folder of photos (PNG,
+JPEG, BMP, WebP; unlabeled): each photo is segmented into regions and
+featurized, and its bag carries the photo's SHA-256 and the regions' masks;
+a photo that cannot be read is dead-lettered with reason media (oversize
+beyond 16 MiB);
 --jsonl reads wire-format bag messages (schemas/bag.schema.json), one per line,
 from a file or "-" for standard input; --listen serves POST /bags (JSON lines,
 or one JSON document: a pretty-printed bag) until stopped. Invalid bags, and
@@ -334,6 +341,12 @@ func PublishBags(ctx context.Context, pub *Publisher, ds *mil.Dataset, bags []mi
 }
 
 func (s *Service) ingestDataset(ctx context.Context) error {
+	if st, err := os.Stat(s.cfg.Data); err == nil && st.IsDir() {
+		return s.ingestPhotos(ctx, s.cfg.Data, true)
+	}
+	if photobag.IsPhotoManifest(s.cfg.Data) {
+		return s.ingestPhotos(ctx, s.cfg.Data, false)
+	}
 	ds, err := dataset.Load(s.cfg.Data)
 	if err != nil {
 		return err

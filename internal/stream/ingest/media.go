@@ -2,7 +2,13 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
@@ -45,4 +51,85 @@ func (p *Publisher) PublishPhotos(ctx context.Context, f *imagefeat.Featurizer, 
 		}
 		return p.validator.CheckEncoded(msgs[i], len(raws[i]))
 	}, func(i int) string { return photos[i].ID })
+}
+
+// photoBatch is how many photos are featurized and published at once.
+const photoBatch = 32
+
+// imageExts are the file name endings a folder of photos is read by.
+var imageExts = []string{".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+
+// ingestPhotos publishes the photos of a manifest (JSON lines naming an
+// image relative to the manifest's folder, with optional labels) or of a
+// folder (every image file in it, by name, unlabeled), segmented and
+// featurized with the service's default featurizer.
+func (s *Service) ingestPhotos(ctx context.Context, path string, folder bool) error {
+	var lines []photobag.Line
+	dir := path
+	var err error
+	if folder {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && slices.Contains(imageExts, strings.ToLower(filepath.Ext(e.Name()))) {
+				lines = append(lines, photobag.Line{ID: e.Name(), Image: e.Name()})
+			}
+		}
+	} else if lines, dir, err = photobag.ReadManifest(path); err != nil {
+		return err
+	}
+	if s.cfg.Limit > 0 && s.cfg.Limit < len(lines) {
+		lines = lines[:s.cfg.Limit]
+	}
+	classes, err := photobag.Classes(dir, lines)
+	if err != nil {
+		return err
+	}
+	f, err := imagefeat.New(imagefeat.DefaultParams())
+	if err != nil {
+		return err
+	}
+	lim := photo.Limits{}
+	bar := newBar(s.env, s.cfg.Progress, len(lines), "publishing photos of "+path)
+	rejected := 0
+	for i := 0; i < len(lines); i += photoBatch {
+		batch := lines[i:min(i+photoBatch, len(lines))]
+		photos := make([]photobag.Photo, len(batch))
+		orig := make([][]byte, len(batch))
+		for k, l := range batch {
+			data, err := readBounded(filepath.Join(dir, l.Image), photo.DefaultMaxBytes)
+			if err != nil {
+				return err
+			}
+			photos[k] = photobag.Photo{ID: l.ID, URI: l.Image, Data: data, Labels: l.Labels}
+			orig[k], _ = json.Marshal(photobag.Line{ID: l.ID, Image: l.Image, Labels: l.Labels})
+		}
+		rej, err := s.pub.PublishPhotos(ctx, f, classes, lim, photos, orig)
+		if err != nil {
+			return err
+		}
+		for _, r := range rej {
+			fmt.Fprintf(s.env.Stderr, "photo %s: %s: %s\n", r.ID, r.Reason, r.Error)
+		}
+		rejected += len(rej)
+		_ = bar.Set(i + len(batch))
+	}
+	_ = bar.Finish()
+	if rejected > 0 {
+		fmt.Fprintf(s.env.Stderr, "%d of %d photos dead-lettered\n", rejected, len(lines))
+	}
+	return nil
+}
+
+// readBounded reads at most limit+1 bytes of the file at path: enough for
+// the decoder to refuse an oversize photo without holding all of it.
+func readBounded(path string, limit int) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, int64(limit)+1))
 }

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
@@ -124,4 +126,37 @@ func TestPublishPhotos(t *testing.T) {
 			t.Errorf("dead letter of %s: %q, want reason %s and its manifest line", id, dead[id], r)
 		}
 	}
+}
+
+// TestIngestPhotoManifestAndFolder: ingest --data with testdata's photo
+// manifest publishes its three photos as media bags (the labeled ones to
+// the train topic too), and a folder of photos publishes each image file
+// of it, unlabeled.
+func TestIngestPhotoManifestAndFolder(t *testing.T) {
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	b := strings.Join(brokers, ",")
+	var stdout, stderr bytes.Buffer
+	env := service.Env{Stdout: &stdout, Stderr: &stderr}
+	if err := Command(context.Background(), env, []string{"--brokers", b, "--data", "../../../testdata/msrc_v2_sample/bags.jsonl", "--label-fraction", "1", "--progress=false"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "published 3 bags (3 labeled") {
+		t.Errorf("summary %q", stdout.String())
+	}
+	v, _ := wire.NewValidator(0)
+	for _, raw := range readTopic(t, brokers, topics.Train, 3) {
+		m, err := v.DecodeBag(raw)
+		if err != nil || m.Media == nil || len(m.Regions) != len(m.Instances) || len(m.Classes) != 23 {
+			t.Fatalf("train bag %v: %v", m, err)
+		}
+	}
+	stdout.Reset()
+	if err := Command(context.Background(), env, []string{"--brokers", b, "--data", "../../../testdata/msrc_v2_sample/images", "--progress=false"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "published 3 bags (0 labeled") {
+		t.Errorf("folder summary %q", stdout.String())
+	}
+	readTopic(t, brokers, topics.Annotate, 6)
 }
