@@ -69,3 +69,24 @@ func TestModelsOperatorConventions(t *testing.T) {
 		t.Errorf("import of a bare envelope: exit %d, %q %q", code, stdout, stderr)
 	}
 }
+
+// TestTailOwnFlagsAndEmptyTopic: `mimlctl tail --help` lists the flags
+// tail reads (no topic creation, partitions or retention of the services),
+// and a topic with no messages is said to be empty rather than printing
+// nothing.
+func TestTailOwnFlagsAndEmptyTopic(t *testing.T) {
+	_, _, help := runCmd(t.Context(), "tail", "--help")
+	for _, f := range []string{"--create-topics", "--partitions", "--retention", "--topic-bags"} {
+		if strings.Contains(help, f) {
+			t.Errorf("tail --help lists %s, a flag of the services", f)
+		}
+	}
+	if !strings.Contains(help, "--brokers") || !strings.Contains(help, "--follow") {
+		t.Errorf("tail --help lacks its own flags:\n%s", help)
+	}
+	addr, _ := startBroker(t)
+	code, stdout, stderr := runCmd(t.Context(), "tail", "dead-letters", "--brokers", addr)
+	if code != 0 || stdout != "" || !strings.Contains(stderr, "dead-letters holds no messages") {
+		t.Errorf("tail of an empty topic: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -33,7 +33,7 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 	k := service.DefaultKafka()
 	k.Create = false // an observer creates nothing
 	k.CheckTimeout = 5 * time.Second
-	k.Register(fs)
+	k.RegisterConn(fs) // its own flags only: it creates no topics, names the one it reads
 	follow := fs.Bool("follow", false, "print only new messages, until interrupted")
 	asJSON := fs.Bool("json", false, "print each message's value as is (one JSON document a line)")
 	limit := fs.Int("max", 0, "stop after this many messages (0: no limit)")
@@ -42,13 +42,10 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 		return err
 	}
 	if len(pos) != 1 {
-		return cli.Usagef("tail needs exactly one TOPIC, got %q", pos)
+		return cli.Usagef("tail needs exactly one TOPIC, got %s", argsText(pos))
 	}
 	if *limit < 0 {
 		return cli.Usagef("--max %d < 0", *limit)
-	}
-	if k.Create {
-		return cli.Usagef("tail creates no topics: drop --create-topics")
 	}
 	conn, err := k.Connect(ctx)
 	if err != nil {
@@ -56,6 +53,12 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 	}
 	v := kafkaview.New(k.Brokers, conn)
 	n := 0
+	defer func() {
+		if n == 0 && !*follow && ctx.Err() == nil {
+			// Nothing printed would look like a hang or a wrong topic.
+			fmt.Fprintf(env.Stderr, "mimlctl tail: %s holds no messages\n", pos[0])
+		}
+	}()
 	return v.Read(ctx, pos[0], kafkaview.ReadOptions{FromEnd: *follow, Follow: *follow}, func(m kafka.Message) error {
 		var err error
 		if *asJSON {

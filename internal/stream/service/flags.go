@@ -55,6 +55,14 @@ func (k *Kafka) Register(fs *flag.FlagSet) {
 	k.Security.RegisterFlags(fs)
 }
 
+// RegisterConn adds only the flags that reach the brokers (--brokers and
+// the security flags), for a command that reads a topic it names and
+// creates nothing (mimlctl tail).
+func (k *Kafka) RegisterConn(fs *flag.FlagSet) {
+	fs.Var(&k.Brokers, "brokers", "Kafka bootstrap `host:port` list (comma-separated or repeated)")
+	k.Security.RegisterFlags(fs)
+}
+
 // TopicSpecs are the pipeline's topics with the configuration they are
 // created with. Outputs are keyed by bag id, so annotations are
 // log-compacted: a redelivered bag's annotations collapse to the latest,
