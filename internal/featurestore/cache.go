@@ -25,14 +25,30 @@ import (
 // more than maxEntries of them exist. Each operation is one Lua script, so
 // the bound holds under concurrency.
 //
+// A bound in bytes (WithMaxBytes) evicts the same way while the values'
+// bytes exceed it: each entry's size is kept beside the index (B:size) and
+// their sum in B:bytes, so the count stays exact when an entry expires
+// before its index member is trimmed. A cache sharing its Redis with the
+// model registry must be bounded so, below the Redis's maxmemory with room
+// for the registry: under Redis's default noeviction policy a full Redis
+// refuses every write, the registry's included.
+//
 // Values are little-endian IEEE-754 float64s, 8 bytes each; a stored value
 // whose length is not a multiple of 8 is reported as ErrCorrupt, deleted,
 // and never served.
 type Cache struct {
-	rdb  redis.UniversalClient
-	base string
-	ttl  time.Duration
-	max  int
+	rdb      redis.UniversalClient
+	base     string
+	ttl      time.Duration
+	max      int
+	maxBytes int64
+}
+
+// WithMaxBytes bounds the bytes of the values the cache holds (<= 0: no
+// bound) and returns c.
+func (c *Cache) WithMaxBytes(n int64) *Cache {
+	c.maxBytes = max(n, 0)
+	return c
 }
 
 // NewCache returns a cache whose keys start with "{prefix}" (default prefix
@@ -48,63 +64,74 @@ func NewCache(rdb redis.UniversalClient, prefix string, ttl time.Duration, maxEn
 func (c *Cache) entryKey(key string) string { return c.base + ":e:" + key }
 func (c *Cache) indexKey() string           { return c.base + ":lru" }
 func (c *Cache) clockKey() string           { return c.base + ":clock" }
+func (c *Cache) sizeKey() string            { return c.base + ":size" }
+func (c *Cache) bytesKey() string           { return c.base + ":bytes" }
 
-// Both scripts take KEYS = {entry, index, clock} and ARGV[1] = ttl in ms
-// (0: none), ARGV[2] = the entry's member name in the index.
+// Both scripts take KEYS = {entry, index, clock, sizes, bytes} and
+// ARGV[1] = ttl in ms (0: none), ARGV[2] = the entry's member name in the
+// index.
 
 // cacheGet returns the value and refreshes TTL and recency on a hit, and
-// drops the stale index member on a miss.
+// drops the stale index member and its size on a miss.
 var cacheGet = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then
-  redis.call('ZREM', KEYS[2], ARGV[2])
+  if redis.call('ZREM', KEYS[2], ARGV[2]) > 0 then
+    local s = tonumber(redis.call('HGET', KEYS[4], ARGV[2]) or '0')
+    redis.call('HDEL', KEYS[4], ARGV[2])
+    if s > 0 then redis.call('DECRBY', KEYS[5], s) end
+  end
   return false
 end
 local ttl = tonumber(ARGV[1])
 local t = redis.call('INCR', KEYS[3])
 redis.call('ZADD', KEYS[2], t, ARGV[2])
 if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('PEXPIRE', KEYS[3], ttl)
+  for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return v
 `)
 
-// cachePut stores the value (ARGV[3]) and trims the index to ARGV[4]
-// entries (0: unbounded), deleting the evicted entries (ARGV[5] is the
-// entry key prefix). It returns the number of entries evicted.
+// cachePut stores the value (ARGV[3]) and trims the index, least recent
+// first, to ARGV[4] entries (0: unbounded) and while the values' bytes
+// exceed ARGV[6] (0: unbounded; the newest entry stays even alone),
+// deleting the evicted entries (ARGV[5] is the entry key prefix) and their
+// sizes. It returns the number of entries evicted.
 var cachePut = redis.NewScript(`
 local ttl = tonumber(ARGV[1])
+local old = tonumber(redis.call('HGET', KEYS[4], ARGV[2]) or '0')
 if ttl > 0 then
   redis.call('SET', KEYS[1], ARGV[3], 'PX', ttl)
 else
   redis.call('SET', KEYS[1], ARGV[3])
 end
+local size = string.len(ARGV[3])
+redis.call('HSET', KEYS[4], ARGV[2], size)
+local total = redis.call('INCRBY', KEYS[5], size - old)
 local t = redis.call('INCR', KEYS[3])
 redis.call('ZADD', KEYS[2], t, ARGV[2])
 if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('PEXPIRE', KEYS[3], ttl)
+  for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 local max = tonumber(ARGV[4])
+local maxBytes = tonumber(ARGV[6])
+local n = redis.call('ZCARD', KEYS[2])
 local evicted = 0
-if max > 0 then
-  local over = redis.call('ZCARD', KEYS[2]) - max
-  if over > 0 then
-    local old = redis.call('ZRANGE', KEYS[2], 0, over - 1)
-    for _, m in ipairs(old) do
-      redis.call('DEL', ARGV[5] .. m)
-    end
-    redis.call('ZREMRANGEBYRANK', KEYS[2], 0, over - 1)
-    evicted = over
-  end
+while (max > 0 and n > max) or (maxBytes > 0 and total > maxBytes and n > 1) do
+  local m = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  redis.call('DEL', ARGV[5] .. m)
+  redis.call('ZREM', KEYS[2], m)
+  local s = tonumber(redis.call('HGET', KEYS[4], m) or '0')
+  redis.call('HDEL', KEYS[4], m)
+  total = redis.call('DECRBY', KEYS[5], s)
+  n = n - 1
+  evicted = evicted + 1
 end
 return evicted
 `)
 
 func (c *Cache) keys(key string) []string {
-	return []string{c.entryKey(key), c.indexKey(), c.clockKey()}
+	return []string{c.entryKey(key), c.indexKey(), c.clockKey(), c.sizeKey(), c.bytesKey()}
 }
 
 // Get returns the vector stored under key; ok is false on a miss.
@@ -130,7 +157,7 @@ func (c *Cache) Get(ctx context.Context, key string) ([]float64, bool, error) {
 // Put stores v under key.
 func (c *Cache) Put(ctx context.Context, key string, v []float64) error {
 	err := cachePut.Run(ctx, c.rdb, c.keys(key),
-		c.ttl.Milliseconds(), key, encodeFloats(v), c.max, c.entryKey("")).Err()
+		c.ttl.Milliseconds(), key, encodeFloats(v), c.max, c.entryKey(""), c.maxBytes).Err()
 	if err != nil {
 		return fmt.Errorf("cache put %q: %w", key, err)
 	}

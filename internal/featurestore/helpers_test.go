@@ -49,6 +49,9 @@ func backendSuite() []struct {
 		{"CacheLRUAgainstReference", testCacheLRUAgainstReference},
 		{"CacheBoundConcurrent", testCacheBoundConcurrent},
 		{"CacheCorruptValueRefused", testCacheCorruptValueRefused},
+		{"CacheBytesAgainstReference", testCacheBytesAgainstReference},
+		{"PromoteGuard", testPromoteGuard},
+		{"PromoteIfCurrent", testPromoteIfCurrent},
 	}
 }
 

@@ -53,6 +53,7 @@ type Config struct {
 	CachePrefix     string
 	CacheTTL        time.Duration
 	CacheMaxEntries int
+	CacheMaxBytes   int64
 	// Live quality (package quality): the fraction of labeled bags scored,
 	// the rolling window of the gauges, how often scores reach Redis, and
 	// the shadow policy (ShadowMinBags 0: this instance never judges a
@@ -71,7 +72,8 @@ func DefaultConfig() Config {
 	c := Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
 		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
-		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000}
+		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000,
+		CacheMaxBytes: 256 << 20}
 	c.QualitySampleRate, c.QualityWindow, c.QualityInterval, c.QualityBucket = 0.25, 10*time.Minute, 2*time.Second, time.Minute
 	c.ShadowMinBags, c.ShadowMargin = 200, 0.005
 	return c
@@ -103,6 +105,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
+	fs.Int64Var(&c.CacheMaxBytes, "cache-max-bytes", c.CacheMaxBytes, "bytes of cached feature vectors kept, the least recently used evicted first (0: no bound); the cache shares Redis with the model registry, so keep it well below Redis's maxmemory, or a full Redis (default policy noeviction) refuses the registry's writes")
 	c.registerQuality(fs)
 }
 
@@ -191,7 +194,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		Format: cfg.WireFormat, Obs: rt.Obs(),
 	}
 	if !cfg.NoFeatureCache {
-		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries)
+		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
 	}
 	tracker, err := newLiveTracker(cfg, rdb, regOpts, kinds, rt.Obs())
 	if err != nil {
