@@ -136,16 +136,16 @@ func startBroker(t *testing.T, extra ...string) (addr string, stop func() int) {
 	t.Helper()
 	stdout, stderr, stop := background(t, append([]string{"broker", "--port", "0", "--partitions", "2"}, extra...)...)
 	re := regexp.MustCompile(`broker listening on (\S+) `)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1], stop
+	streamtest.WaitExplained(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		m := re.FindStringSubmatch(stdout.String())
+		if m != nil {
+			addr = m[1]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mimlctl broker printed no address within 10 s; stdout %q stderr %q", stdout, stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return m != nil
+	}, func() string {
+		return fmt.Sprintf("mimlctl broker printed no address; stdout %q stderr %q", stdout, stderr)
+	})
+	return addr, stop
 }
 
 func annotation(id, version string) wire.AnnotationMessage {
@@ -245,14 +245,17 @@ func TestBrokerAndTail(t *testing.T) {
 
 	// --follow prints only what is written after it started.
 	out, errOut, stopTail := background(t, "tail", topics.Annotations, "--follow", "--brokers", addr)
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; !strings.Contains(out.String(), "bag-new"); i++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("tail --follow printed nothing new within 15 s; stdout %q stderr %q", out, errOut)
+	written := 0
+	streamtest.WaitExplained(t, 15*time.Second, 100*time.Millisecond, func() bool {
+		if strings.Contains(out.String(), "bag-new") {
+			return true
 		}
-		write(t, addr, topics.Annotations, mustJSON(t, annotation(fmt.Sprintf("bag-new-%d", i), "v4")))
-		time.Sleep(100 * time.Millisecond)
-	}
+		write(t, addr, topics.Annotations, mustJSON(t, annotation(fmt.Sprintf("bag-new-%d", written), "v4")))
+		written++
+		return false
+	}, func() string {
+		return fmt.Sprintf("tail --follow printed nothing new; stdout %q stderr %q", out, errOut)
+	})
 	if code := stopTail(); code != 0 {
 		t.Errorf("tail --follow exits %d after its signal, want 0; stderr:\n%s", code, errOut)
 	}
@@ -657,22 +660,18 @@ func TestStatus(t *testing.T) {
 		} `json:"dead_letters"`
 		Errors map[string]string `json:"errors"`
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	streamtest.WaitExplained(t, 20*time.Second, 50*time.Millisecond, func() bool {
 		code, body := get(t, base+"/api/status")
-		if code == 200 {
-			if err := json.Unmarshal([]byte(body), &snap); err != nil {
-				t.Fatal(err)
-			}
-			if snap.Seq > 0 && snap.DeadLetters.Total == 4 && snap.LagTotal == 5 {
-				break
-			}
+		if code != 200 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never showed 4 dead letters and lag 5: last %+v; stderr:\n%s", snap, stderr)
+		if err := json.Unmarshal([]byte(body), &snap); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return snap.Seq > 0 && snap.DeadLetters.Total == 4 && snap.LagTotal == 5
+	}, func() string {
+		return fmt.Sprintf("status never showed 4 dead letters and lag 5: last %+v; stderr:\n%s", snap, stderr)
+	})
 	if len(snap.Models) != 1 || snap.Models[0].Version != v.Version || snap.Current != v.Version || snap.Models[0].Dim != 166 {
 		t.Errorf("status models %+v current %q, want %s current", snap.Models, snap.Current, v.Version)
 	}

@@ -285,17 +285,11 @@ func (o *outputs) counts() (ids, total, dead int) {
 // waitIDs waits until n distinct bag ids were annotated.
 func (o *outputs) waitIDs(t *testing.T, n int, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ids, _, _ := o.counts()
-		if ids >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d bags annotated within %v", ids, n, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ids := 0
+	streamtest.WaitExplained(t, limit, 20*time.Millisecond, func() bool {
+		ids, _, _ = o.counts()
+		return ids >= n
+	}, func() string { return fmt.Sprintf("%d of %d bags annotated", ids, n) })
 }
 
 var (

@@ -141,16 +141,13 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 		time.Sleep(600 * time.Millisecond)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	streamtest.WaitExplained(t, 60*time.Second, 50*time.Millisecond, func() bool {
 		s := c.Snapshot()
-		if s.Seq > 0 && s.Throughput != nil && s.LagTotal == 0 && len(s.Refits) >= 2 && s.DeadLetters.ByReason[string(wire.ReasonDimension)] == 9 &&
-			len(s.Live) >= 2 && len(s.Verdicts) >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the annotator did not catch up, or fewer than two refits, two versions scored live and a shadow verdict, within 60 s: %+v", s)
-		}
-	}
+		return s.Seq > 0 && s.Throughput != nil && s.LagTotal == 0 && len(s.Refits) >= 2 && s.DeadLetters.ByReason[string(wire.ReasonDimension)] == 9 &&
+			len(s.Live) >= 2 && len(s.Verdicts) >= 1
+	}, func() string {
+		return fmt.Sprintf("the annotator did not catch up, or fewer than two refits, two versions scored live and a shadow verdict: %+v", c.Snapshot())
+	})
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("headless", true), chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1500, 1000))

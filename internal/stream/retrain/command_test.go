@@ -117,17 +117,10 @@ func TestRunRetrainerServe(t *testing.T) {
 	}
 	var meta featurestore.VersionMeta
 	waitFor := func(version string) {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			_, meta, err = reg.Current(context.Background())
-			if err == nil && meta.Version == version {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not promoted: %v\n%s", version, err, stderr.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		streamtest.WaitExplained(t, 20*time.Second, 50*time.Millisecond, func() bool {
+			_, meta, err = reg.Current(t.Context())
+			return err == nil && meta.Version == version
+		}, func() string { return fmt.Sprintf("%s not promoted: %v\n%s", version, err, stderr.String()) })
 	}
 	ingestSlice(0)
 	waitFor("v3")

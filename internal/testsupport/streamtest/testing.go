@@ -72,10 +72,19 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) t
 // more to check (an HTTP scrape, a subprocess).
 func WaitEvery(t testing.TB, limit, interval time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
+	return WaitExplained(t, limit, interval, cond, func() string { return what })
+}
+
+// WaitExplained is WaitEvery whose failure message explain writes when the
+// limit has passed, so that it can show the last state cond saw (a
+// snapshot, a process's output).
+func WaitExplained(t testing.TB, limit, interval time.Duration, cond func() bool, explain func() string) time.Duration {
+	t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
+			t.Fatalf("%s: not within %v", explain(), limit)
+			return time.Since(start) // for a TB whose Fatalf returns
 		}
 		time.Sleep(interval)
 	}
