@@ -195,23 +195,18 @@ func (d *rawDead) byKey(t *testing.T) map[string]wire.DeadLetter {
 
 func (d *rawDead) waitKeys(t *testing.T, keys []string, limit time.Duration) map[string]wire.DeadLetter {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		got := d.byKey(t)
-		missing := 0
+	var got map[string]wire.DeadLetter
+	missing := 0
+	streamtest.WaitExplained(t, limit, 50*time.Millisecond, func() bool {
+		got, missing = d.byKey(t), 0
 		for _, k := range keys {
 			if _, ok := got[k]; !ok {
 				missing++
 			}
 		}
-		if missing == 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d dead letters missing after %v", missing, len(keys), limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return missing == 0
+	}, func() string { return fmt.Sprintf("%d of %d dead letters missing", missing, len(keys)) })
+	return got
 }
 
 // watchStall polls an annotator's /readyz until ctx ends and returns the
