@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
 )
@@ -79,6 +80,12 @@ type VersionMeta struct {
 	// added itself (models.Meta.ImplicitClasses).
 	ImplicitClasses []string `json:"implicit_classes,omitempty"`
 	Dim             int      `json:"dim"`
+	// Featurizer made the instances the model was fitted on (media bags:
+	// photos cut into regions, documents into passages); nil when they
+	// were vectors from the sender. Annotators refuse bags of another
+	// featurizer, and promotion another featurizer than the current
+	// version's (Compatible), as they do another dimension.
+	Featurizer *media.Featurizer `json:"featurizer,omitempty"`
 	// Checksum is the hex SHA-256 of the blob and Size its length in bytes;
 	// both are computed by Put and verified by every read.
 	Checksum  string    `json:"checksum"`

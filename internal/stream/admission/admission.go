@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
@@ -55,14 +56,28 @@ type Target struct {
 	// EmptyLabelsOption names the setting that would accept them
 	// (models.Kind.EmptyLabelSetsOption), for the refusal; "" when none.
 	EmptyLabelsOption string
+	// Featurizer, when non-nil, is the featurizer whose bags the target
+	// reads (the zero one: vectors from the sender): a bag made by another
+	// is refused (reason featurizer), however alike their dimensions.
+	Featurizer *media.Featurizer
 }
 
-// Check rejects a bag the target cannot read: another dimension, labels
-// over another class vocabulary, or more labels than MaxLabels. Errors are
+// Check rejects a bag the target cannot read: another dimension, another
+// featurizer, labels over another class vocabulary, or more labels than
+// MaxLabels. Errors are
 // *wire.RejectError with the dead-letter reason.
 func (t Target) Check(bm *wire.BagMessage) error {
 	if bm.Dim != t.Dim {
 		return wire.Reject(wire.ReasonDimension, fmt.Errorf("bag %q has dimension %d, %s expects %d", bm.ID, bm.Dim, t.Model, t.Dim))
+	}
+	if t.Featurizer != nil {
+		var got media.Featurizer
+		if bm.Featurizer != nil {
+			got = *bm.Featurizer
+		}
+		if err := media.Check(*t.Featurizer, got); err != nil {
+			return wire.Reject(wire.ReasonFeaturizer, fmt.Errorf("bag %q for %s: %w", bm.ID, t.Model, err))
+		}
 	}
 	if bm.Labels != nil && !t.vocabulary(bm.Classes) {
 		return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("bag %q labels index classes %v, %s has %v", bm.ID, bm.Classes, t.Model, t.Classes))

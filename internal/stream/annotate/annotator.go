@@ -763,8 +763,9 @@ func (a *Annotator) annotate(ctx context.Context, sm *servedModel, in kafka.Mess
 	_, dspan := a.tracer.Start(ctx, "decode")
 	bm, err := a.validator.DecodeBagHeaders(kafkaio.ContentType(in.Headers), kafkaio.SchemaVersion(in.Headers), in.Value)
 	if err == nil {
+		f := sm.meta.FeaturizerOrZero()
 		err = admission.Target{Model: "model " + sm.meta.Version, Dim: sm.meta.Dim, Classes: sm.meta.Classes,
-			Implicit: sm.meta.ImplicitClasses}.Check(bm)
+			Implicit: sm.meta.ImplicitClasses, Featurizer: &f}.Check(bm)
 	}
 	if err != nil {
 		dspan.RecordError(err)
