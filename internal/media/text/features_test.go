@@ -1,6 +1,8 @@
 package text
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/twmb/murmur3"
 
+	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
 
@@ -160,6 +163,25 @@ func TestIdentity(t *testing.T) {
 	b, _ := Featurizer{Dim: 1 << 10}.Normalized()
 	if a.Identity().Equal(b.Identity()) {
 		t.Fatal("different dimensions, same identity")
+	}
+	// What a bag carries (its featurizer as JSON) is what the model's
+	// check compares: the same settings pass, any other is refused.
+	raw, err := json.Marshal(a.Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var carried media.Featurizer
+	if err := json.Unmarshal(raw, &carried); err != nil {
+		t.Fatal(err)
+	}
+	if err := media.Check(a.Identity(), carried); err != nil {
+		t.Fatalf("same featurizer refused: %v", err)
+	}
+	for _, other := range []Featurizer{{Dim: 1 << 10}, {TF: Raw}, {Segmentation: Segmentation{Segmenter: Paragraphs}}, {Segmentation: Segmentation{Window: 40}}} {
+		o, _ := other.Normalized()
+		if err := media.Check(a.Identity(), o.Identity()); !errors.Is(err, media.ErrFeaturizer) {
+			t.Fatalf("%+v: %v, want media.ErrFeaturizer", other, err)
+		}
 	}
 	for _, f := range []Featurizer{{Dim: -1}, {TF: "sqrt"}} {
 		if _, err := f.Featurize("a b"); err == nil || !strings.Contains(err.Error(), "bad text featurizer") {
