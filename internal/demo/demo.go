@@ -260,8 +260,14 @@ func liveSummary(ctx context.Context, w io.Writer, rc redisflag.Config, refits [
 	}
 	defer rdb.Close()
 	st := quality.NewStore(rdb, rc.RegistryPrefix, 0, 0)
+	reg := featurestore.NewRegistry(rdb, rc.RegistryPrefix)
 	for _, r := range refits {
-		rec, err := st.Total(ctx, r.Version)
+		// The scores are kept under the version's ID (quality.KeyOf).
+		meta, err := reg.Meta(ctx, r.Version)
+		if err != nil {
+			continue
+		}
+		rec, err := st.Total(ctx, quality.KeyOf(meta))
 		if err != nil || rec.Bags == 0 {
 			continue
 		}
