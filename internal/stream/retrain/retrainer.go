@@ -22,6 +22,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/measure"
+	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/stream/admission"
@@ -225,6 +226,8 @@ type windowBag struct {
 	dim       int
 	partition int
 	offset    int64
+	// featurizer made the bag's instances (nil: vectors from the sender).
+	featurizer *media.Featurizer
 	// judged: admitted against a known target. A bag admitted before any
 	// model existed is checked again once one does; raw keeps its message
 	// until then, for its dead letter.
@@ -424,7 +427,7 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 		r.order = slices.DeleteFunc(r.order, func(id string) bool { return id == bm.ID })
 	}
 	r.order = append(r.order, bm.ID)
-	wb := windowBag{bag: *bm.Bag(), classes: bm.Classes, dim: bm.Dim, partition: m.Partition, offset: m.Offset, judged: r.target != nil}
+	wb := windowBag{bag: *bm.Bag(), classes: bm.Classes, dim: bm.Dim, partition: m.Partition, offset: m.Offset, featurizer: bm.Featurizer, judged: r.target != nil}
 	if !wb.judged {
 		wb.raw = m.Value
 	}
@@ -621,13 +624,14 @@ func (r *Retrainer) setCurrent(meta featurestore.VersionMeta) []windowBag {
 		}
 	}
 	r.excluded = r.excluded[max(0, len(r.excluded)-maxExcluded):]
+	f := meta.FeaturizerOrZero()
 	t := &admission.Target{Model: "model " + meta.Version, Dim: meta.Dim, Classes: meta.Classes, Implicit: meta.ImplicitClasses,
-		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty, EmptyLabelsOption: r.emptyOption}
+		MaxLabels: r.labelCap, NoEmptyLabels: r.noEmpty, EmptyLabelsOption: r.emptyOption, Featurizer: &f}
 	r.target = t
 	var unfit []windowBag
 	r.order = slices.DeleteFunc(r.order, func(id string) bool {
 		wb := r.bags[id]
-		bm := &wire.BagMessage{ID: id, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels}
+		bm := &wire.BagMessage{ID: id, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels, Featurizer: wb.featurizer}
 		if t.Check(bm) == nil {
 			if !wb.judged {
 				wb.judged, wb.raw = true, nil
@@ -789,7 +793,7 @@ func (r *Retrainer) deadLetterUnfit(ctx context.Context, unfit []windowBag) {
 	t := r.target
 	r.mu.Unlock()
 	for _, wb := range unfit {
-		err := t.Check(&wire.BagMessage{ID: wb.bag.ID, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels})
+		err := t.Check(&wire.BagMessage{ID: wb.bag.ID, Dim: wb.dim, Classes: wb.classes, Labels: wb.bag.Labels, Featurizer: wb.featurizer})
 		r.reject(ctx, kafka.Message{Topic: r.cfg.Topic, Key: []byte(wb.bag.ID), Partition: wb.partition, Offset: wb.offset, Value: wb.raw}, wb.bag.ID, err, false)
 	}
 }
@@ -969,11 +973,11 @@ func heldOut(id string, frac float64) bool { return sample.Unit("holdout", id) <
 // of most of the window's bags (the newest bag's on a tie); bags over
 // another vocabulary or dimension are left out. offsets are the next
 // offsets of the partitions read so far.
-func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets map[int]int64, err error) {
+func (r *Retrainer) snapshot() (train, test *mil.Dataset, featurizer *media.Featurizer, window string, offsets map[int]int64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.order) == 0 {
-		return nil, nil, "", nil, errors.New("empty window")
+		return nil, nil, nil, "", nil, errors.New("empty window")
 	}
 	var dim int
 	var classes []string
@@ -981,15 +985,20 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 		// The data's vocabulary: a model's implicit classes (orlr's
 		// "unknown") are its own, added again by the fit.
 		dim, classes = r.target.Dim, r.target.DataClasses()
+		if f := r.target.Featurizer; f != nil && !f.IsZero() {
+			featurizer = f
+		}
 	} else {
+		// No model yet: the input contract (dimension, vocabulary,
+		// featurizer) most of the window has, the newest bag's on ties.
 		votes := map[string]int{}
 		best := -1
 		for i := len(r.order) - 1; i >= 0; i-- {
 			wb := r.bags[r.order[i]]
-			k := fmt.Sprintf("%d %q", wb.dim, wb.classes)
+			k := fmt.Sprintf("%d %q %s", wb.dim, wb.classes, featurizerKey(wb.featurizer))
 			votes[k]++
 			if votes[k] > best {
-				best, dim, classes = votes[k], wb.dim, wb.classes
+				best, dim, classes, featurizer = votes[k], wb.dim, wb.classes, wb.featurizer
 			}
 		}
 	}
@@ -997,7 +1006,7 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 	test = &mil.Dataset{Name: r.cfg.Topic + "-heldout", Classes: classes, Dim: dim}
 	for _, id := range r.order {
 		wb := r.bags[id]
-		if wb.dim != dim || !slices.Equal(wb.classes, classes) {
+		if wb.dim != dim || !slices.Equal(wb.classes, classes) || featurizerKey(wb.featurizer) != featurizerKey(featurizer) {
 			continue
 		}
 		if heldOut(id, r.cfg.HoldOut) {
@@ -1013,7 +1022,15 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, window string, offsets
 	}
 	window = fmt.Sprintf("topic %s, %d bags, next offsets %s", r.cfg.Topic, len(r.order), strings.Join(parts, ","))
 	r.fresh = 0
-	return train, test, window, offsets, nil
+	return train, test, featurizer, window, offsets, nil
+}
+
+// featurizerKey names a bag's featurizer ("" for vectors from the sender).
+func featurizerKey(f *media.Featurizer) string {
+	if f == nil || f.IsZero() {
+		return ""
+	}
+	return f.String()
 }
 
 // Refit fits a candidate on the window, compares it with the current model
@@ -1110,7 +1127,7 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 		// retrainer or by hand.
 		r.deadLetterUnfit(ctx, r.setCurrent(curMeta))
 	}
-	train, test, window, offsets, err := r.snapshot()
+	train, test, featurizer, window, offsets, err := r.snapshot()
 	if err != nil {
 		return RefitResult{}, err
 	}
@@ -1173,7 +1190,8 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 	r.mu.Lock()
 	excluded := slices.Clone(r.excluded)
 	r.mu.Unlock()
-	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent, TrainOffsets: offsets, Excluded: excluded}
+	meta := featurestore.VersionMeta{TrainingWindow: window, Metrics: map[string]float64{}, Parent: res.Parent, TrainOffsets: offsets, Excluded: excluded,
+		Featurizer: featurizer}
 	for k, v := range res.Candidate {
 		meta.Metrics["heldout_"+k] = v
 	}
