@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -43,17 +44,27 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	}
 	h.collect(ctx, len(ds.Bags), 20*time.Second)
 	// The annotator's /metrics serves its instruments through the
-	// Prometheus exporter.
-	rr := httptest.NewRecorder()
-	prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
-	for _, name := range []string{"mimlstream_annotator_bags_total", "mimlstream_annotator_latency_seconds_bucket",
+	// Prometheus exporter. A batch's metrics are recorded once its outputs
+	// are acknowledged, so the last batch's may follow its annotations by
+	// a moment: wait for them.
+	want := []string{"mimlstream_annotator_bags_total", "mimlstream_annotator_latency_seconds_bucket",
 		"mimlstream_annotator_model_info", `mimlstream_annotator_consumer_lag{otel_scope_name="github.com/mimlstream/mimlstream/internal/stream",otel_scope_schema_url="",otel_scope_version="",partition="0",topic="bags"}`,
 		`mimlstream_annotator_dead_letters_total{otel_scope_name="github.com/mimlstream/mimlstream/internal/stream",otel_scope_schema_url="",otel_scope_version="",reason="produce_refused"} 0`,
-		"mimlstream_annotator_model_swaps_total"} {
-		if !strings.Contains(rr.Body.String(), name) {
-			t.Errorf("/metrics lacks %s", name)
+		"mimlstream_annotator_model_swaps_total"}
+	rr := httptest.NewRecorder()
+	missing := func() []string {
+		rr = httptest.NewRecorder()
+		prov.MetricsHandler.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+		var out []string
+		for _, name := range want {
+			if !strings.Contains(rr.Body.String(), name) {
+				out = append(out, name)
+			}
 		}
+		return out
 	}
+	streamtest.WaitExplained(t, 5*time.Second, 20*time.Millisecond, func() bool { return len(missing()) == 0 },
+		func() string { return fmt.Sprintf("/metrics lacks %q", missing()) })
 	// Bounded labels: no version label on the swap counter, and the
 	// precomputed rate is gone (rate() over the counters replaces it).
 	for _, bad := range []string{"mimlstream_annotator_bags_per_second", `mimlstream_annotator_model_swaps_total{otel_scope_name="github.com/mimlstream/mimlstream/internal/stream",otel_scope_schema_url="",otel_scope_version="",version=`} {
