@@ -413,10 +413,10 @@ func TestRealKafkaKillsAndRebalances(t *testing.T) {
 			out := e.tail(ctx)
 			leaver := e.realAnnotator("leaver")
 			e.realAnnotator("stayer")
-			// Three passes of MSCV2 (new ids each), paced over about 10 s,
+			// Three passes of MSCV2 (new ids each), paced over about 14 s,
 			// so that the kill, the join and the SIGTERM all land in it.
 			stream := passes(ds, 3)
-			published := publishPaced(ctx, e.publisher(0.5), stream, 110*time.Millisecond)
+			published := publishPaced(ctx, e.publisher(0.5), stream, 160*time.Millisecond)
 			streamtest.WaitFor(t, 90*time.Second, "the victim annotating", func() bool {
 				out.mu.Lock()
 				defer out.mu.Unlock()
