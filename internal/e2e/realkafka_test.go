@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
@@ -22,6 +23,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/kafkatest"
+	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/tlstest"
 )
@@ -317,7 +319,8 @@ func checkTopicConfigs(t *testing.T, brokers []string) {
 // foreignClient produces bags and a malformed record with kcat (librdkafka,
 // not kafka-go), as a user who never runs `ingest` would, and reads the
 // annotations and dead letters back with kcat: keys are bag ids, the
-// content-type header says JSON, and the values decode.
+// content-type header says JSON, and the values are valid against the
+// published JSON Schemas.
 func foreignClient(t *testing.T, e *env, ds *mil.Dataset) {
 	t.Helper()
 	if _, err := exec.LookPath("kcat"); err != nil {
@@ -367,11 +370,25 @@ func foreignClient(t *testing.T, e *env, ds *mil.Dataset) {
 		}
 		return len(found) == len(ids)
 	})
+	set, err := schemaref.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := func(s *jsonschema.Schema, val string) error {
+		doc, err := schemaref.DecodeDocument([]byte(val))
+		if err != nil {
+			return err
+		}
+		return s.Validate(doc)
+	}
 	for _, id := range ids {
 		hdrs, val, _ := strings.Cut(found[id], "\t")
 		var a wire.AnnotationMessage
 		if err := json.Unmarshal([]byte(val), &a); err != nil || a.BagID != id {
 			t.Errorf("kcat read annotation %s: %v %q", id, err, val)
+		}
+		if err := valid(set.Annotation, val); err != nil {
+			t.Errorf("annotation %s read by kcat is not valid against schemas/annotation.schema.json: %v", id, err)
 		}
 		if !strings.Contains(hdrs, wire.HeaderContentType+"="+wire.FormatJSON.ContentType()) {
 			t.Errorf("annotation %s headers %q lack the JSON content type", id, hdrs)
@@ -380,18 +397,22 @@ func foreignClient(t *testing.T, e *env, ds *mil.Dataset) {
 	// A record too broken to name its bag is dead-lettered under its
 	// position (wire.OutputKey); the key it arrived with is in the body.
 	var dead wire.DeadLetter
+	var deadRaw []byte
 	read(e.topics.DeadLetter, func(lines []string) bool {
 		for _, l := range lines {
 			_, rest, _ := strings.Cut(l, "\t")
 			_, val, _ := strings.Cut(rest, "\t")
 			var d wire.DeadLetter
 			if json.Unmarshal([]byte(val), &d) == nil && d.Key == "kcat-bad" {
-				dead = d
+				dead, deadRaw = d, []byte(val)
 				return true
 			}
 		}
 		return false
 	})
+	if err := valid(set.DeadLetter, string(deadRaw)); err != nil {
+		t.Errorf("dead letter read by kcat is not valid against schemas/deadletter.schema.json: %v", err)
+	}
 	if dead.Reason != wire.ReasonMalformedJSON {
 		t.Errorf("kcat's malformed record dead-lettered as %q, want %s", dead.Reason, wire.ReasonMalformedJSON)
 	}
