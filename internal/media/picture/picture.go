@@ -59,7 +59,7 @@ type Input struct {
 const Tint = 0.45
 
 const (
-	legendWidth = 200
+	legendWidth = 240
 	lineHeight  = 16
 	swatch      = 12
 )
