@@ -32,6 +32,7 @@ type Config struct {
 	// must be signed with (empty: signatures are not checked).
 	VerifyKey          string
 	Workers, BatchSize int
+	MaxBatchBytes      int
 	BatchWait, Poll    time.Duration
 	// MaxInFlight batches between fetch and acknowledgement; outputs are
 	// committed every CommitInterval.
@@ -70,7 +71,7 @@ type Config struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c := Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
-		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64,
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64, MaxBatchBytes: DefaultMaxBatchBytes,
 		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000,
 		CacheMaxBytes: 256 << 20}
@@ -89,6 +90,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.VerifyKey, "verify-key", c.VerifyKey, "PEM `file` of the Ed25519 public key models must be signed with (retrainer --signing-key); unsigned or badly signed models are refused (empty: signatures not checked)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "annotation workers (0: all cores)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "maximum bags per batch")
+	fs.IntVar(&c.MaxBatchBytes, "max-batch-bytes", c.MaxBatchBytes, "a batch closes once its messages reach this many bytes, so the batches in flight hold about --max-in-flight times it however large the bags")
 	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "at most this long a batch gathers bags while the annotation stage is busy with earlier batches (a batch goes out as soon as the stage is free: an idle annotator does not wait)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "batches annotated and written concurrently, between their fetch and the acknowledgement of their outputs")
 	fs.DurationVar(&c.CommitInterval, "commit-interval", c.CommitInterval, "period of the offset commits (only of bags whose outputs, and those of every bag before them, are acknowledged)")
@@ -188,7 +190,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	var store ModelStore = featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...)
 	acfg := AnnotatorConfig{
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, GroupID: cfg.Group, Topics: cfg.Kafka.Topics, Name: cfg.Name, Kinds: kinds,
-		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait,
+		Store: store, Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxBatchBytes: cfg.MaxBatchBytes, BatchWait: cfg.BatchWait,
 		PollInterval: cfg.Poll, MaxMessageBytes: cfg.MaxMessageBytes, DrainTimeout: cfg.DrainTimeout, SessionTimeout: cfg.SessionTimeout,
 		StartOffset: cfg.StartOffset, StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(), Linger: cfg.Linger,
 		Format: cfg.WireFormat, Obs: rt.Obs(),

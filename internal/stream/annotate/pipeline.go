@@ -303,19 +303,26 @@ func (a *Annotator) nextBatch(ctx context.Context, fetched <-chan kafka.Message,
 		return nil
 	}
 	batch := []kafka.Message{first}
-	for len(batch) < a.cfg.BatchSize {
+	// A batch is full by count or by bytes (MaxBatchBytes; the message
+	// that reaches the bound is the last).
+	size := len(first.Value)
+	full := func() bool {
+		return len(batch) >= a.cfg.BatchSize || (a.cfg.MaxBatchBytes > 0 && size >= a.cfg.MaxBatchBytes)
+	}
+	for !full() {
 		select {
 		case m, ok := <-fetched:
 			if !ok {
 				return batch
 			}
 			batch = append(batch, m)
+			size += len(m.Value)
 			continue
 		default:
 		}
 		break
 	}
-	if len(batch) == a.cfg.BatchSize {
+	if full() {
 		return batch
 	}
 	select {
@@ -325,13 +332,14 @@ func (a *Annotator) nextBatch(ctx context.Context, fetched <-chan kafka.Message,
 	}
 	t := time.NewTimer(a.cfg.BatchWait)
 	defer t.Stop()
-	for len(batch) < a.cfg.BatchSize {
+	for !full() {
 		select {
 		case m, ok := <-fetched:
 			if !ok {
 				return batch
 			}
 			batch = append(batch, m)
+			size += len(m.Value)
 		case <-idle:
 			return batch
 		case <-t.C:
