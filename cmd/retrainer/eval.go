@@ -27,6 +27,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/photoeval"
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/media/texteval"
+	"github.com/mimlstream/mimlstream/internal/media/tfidf"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -165,7 +166,7 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 			return err
 		}
 		data, cfg.InstanceScore = pd.Dataset, pd.Score
-	} else if texteval.IsDocumentManifest(f.data) {
+	} else if text.IsManifest(f.data) {
 		if f.split != "cv" {
 			return fmt.Errorf("%w: --split %s: a document manifest has no split of its own", errUsage, f.split)
 		}
@@ -174,7 +175,7 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 			return err
 		}
 		data, cfg.InstanceScore = c.Data, c.InstanceScore
-		kind = text.Weighted(kind)
+		kind = tfidf.Weighted(kind)
 	} else if data, split, err = loadData(f.data, f.split); err != nil {
 		return err
 	}

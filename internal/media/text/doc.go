@@ -58,7 +58,8 @@
 // larger for passages of fifty words.
 //
 // IDF is not a property of the stream: a feature's document frequency is
-// learned where a model is fitted (IDF, fitted on the training passages
-// and stored with the model; WithIDF wraps a model kind so), so ingest
-// keeps no vocabulary state and two ingest processes featurize alike.
+// learned where a model is fitted (package tfidf: fitted on the training
+// passages and stored with the model; tfidf.Weighted wraps a model kind
+// so), so ingest keeps no vocabulary state and two ingest processes
+// featurize alike.
 package text

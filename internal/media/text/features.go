@@ -52,7 +52,7 @@ type Featurizer struct {
 	Dim int `json:"dim,omitempty"`
 	TF  TF  `json:"tf,omitempty"`
 	// L2 normalises each passage's vector. Leave it false when a model
-	// applies IDF (Weighting), which normalises after weighting.
+	// applies IDF (package tfidf), which normalises after weighting.
 	L2 bool `json:"l2,omitempty"`
 	// Terms, when set, remembers each word form's term across documents
 	// (stemming is half the cost of a document), shared by the

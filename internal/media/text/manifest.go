@@ -41,12 +41,24 @@ type Entry struct {
 // ReadManifestFile reads a JSON-lines document manifest; paths resolve
 // against its folder.
 func ReadManifestFile(path string) ([]Entry, error) {
+	return readManifestFile(path, true)
+}
+
+// ReadManifestLines reads a manifest without loading its "path"
+// documents (their Text stays empty, their spans unchecked): for a door
+// that reads each file itself and dead-letters a bad one instead of
+// stopping.
+func ReadManifestLines(path string) ([]Entry, error) {
+	return readManifestFile(path, false)
+}
+
+func readManifestFile(path string, load bool) ([]Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	es, err := ReadManifest(f, filepath.Dir(path))
+	es, err := readManifest(f, filepath.Dir(path), load)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -55,7 +67,9 @@ func ReadManifestFile(path string) ([]Entry, error) {
 
 // ReadManifest reads manifest lines, loading each "path" document from
 // dir, and checks each document's UTF-8 and ground-truth spans.
-func ReadManifest(r io.Reader, dir string) ([]Entry, error) {
+func ReadManifest(r io.Reader, dir string) ([]Entry, error) { return readManifest(r, dir, true) }
+
+func readManifest(r io.Reader, dir string, load bool) ([]Entry, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 2*MaxDocumentBytes)
 	var out []Entry
@@ -74,7 +88,9 @@ func ReadManifest(r io.Reader, dir string) ([]Entry, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("line %d: %w: %w", line, ErrManifest, err)
 		}
-		if err := e.load(dir); err != nil {
+		if e.Path != "" && e.Text == "" && !load {
+			// Left for the caller to read.
+		} else if err := e.load(dir); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		if e.ID == "" {
@@ -133,4 +149,28 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("document larger than %d bytes", MaxDocumentBytes)
 	}
 	return b, nil
+}
+
+// IsManifest reports whether path is a JSON-lines manifest whose
+// first line names a document ("text" or "path", and no "image").
+func IsManifest(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 2*MaxDocumentBytes)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var probe struct {
+			Text  *string `json:"text"`
+			Path  *string `json:"path"`
+			Image *string `json:"image"`
+		}
+		return json.Unmarshal(sc.Bytes(), &probe) == nil && (probe.Text != nil || probe.Path != nil) && probe.Image == nil
+	}
+	return false
 }

@@ -49,3 +49,24 @@ func TestReadManifest(t *testing.T) {
 		}
 	}
 }
+
+func TestIsManifest(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		body string
+		want bool
+	}{
+		"docs.jsonl":   {"\n{\"id\": \"a\", \"text\": \"x\"}\n", true},
+		"paths.jsonl":  {"{\"path\": \"a.txt\"}\n", true},
+		"photos.jsonl": {"{\"image\": \"a.png\", \"path\": \"x\"}\n", false},
+		"bags.jsonl":   {"{\"id\": \"a\", \"instances\": [[1]]}\n", false},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := IsManifest(p); got != c.want {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+}

@@ -27,13 +27,9 @@
 package texteval
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -59,30 +55,6 @@ type Corpus struct {
 	space [][]bool
 	gt    [][]int // ground-truth label of each code point, -1 outside passages
 	byID  map[string]int
-}
-
-// IsDocumentManifest reports whether path is a JSON-lines manifest whose
-// first line names a document ("text" or "path", and no "image").
-func IsDocumentManifest(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 2*text.MaxDocumentBytes)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var probe struct {
-			Text  *string `json:"text"`
-			Path  *string `json:"path"`
-			Image *string `json:"image"`
-		}
-		return json.Unmarshal(sc.Bytes(), &probe) == nil && (probe.Text != nil || probe.Path != nil) && probe.Image == nil
-	}
-	return false
 }
 
 // Options say how documents become bags.

@@ -3,8 +3,6 @@ package texteval
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -118,26 +116,5 @@ func TestScore(t *testing.T) {
 	}
 	if s, _ := g.Score(0, []int{0, 1}); s != (Counts{Passages: 2, PassagesRight: 2, Chars: 27, CharsRight: 27}) {
 		t.Fatalf("ground-truth passages, right labels: %+v", s)
-	}
-}
-
-func TestIsDocumentManifest(t *testing.T) {
-	dir := t.TempDir()
-	for name, c := range map[string]struct {
-		body string
-		want bool
-	}{
-		"docs.jsonl":   {"\n{\"id\": \"a\", \"text\": \"x\"}\n", true},
-		"paths.jsonl":  {"{\"path\": \"a.txt\"}\n", true},
-		"photos.jsonl": {"{\"image\": \"a.png\", \"path\": \"x\"}\n", false},
-		"bags.jsonl":   {"{\"id\": \"a\", \"instances\": [[1]]}\n", false},
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := IsDocumentManifest(p); got != c.want {
-			t.Errorf("%s: %v, want %v", name, got, c.want)
-		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
+	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -154,7 +155,13 @@ optional "labels", as msrc_v2_dev's bags.jsonl) or a folder of photos (PNG,
 JPEG, BMP, WebP; unlabeled): each photo is segmented into regions and
 featurized, and its bag carries the photo's SHA-256 and the regions' masks;
 a photo that cannot be read is dead-lettered with reason media (oversize
-beyond 16 MiB);
+beyond 16 MiB); a manifest of documents (JSON lines with "text" or a "path"
+relative to its folder, optional "labels", as text_dev's docs.jsonl) or a
+folder of .txt files: each document is cut into passages of 50 words every
+25 and featurized (hashed stemmed words), and its bag carries the
+document's SHA-256 and each passage's span in code points and bytes; a
+document that is not UTF-8 is dead-lettered with reason media and the offset
+of its first bad byte (oversize beyond 8 MiB);
 --jsonl reads wire-format bag messages (schemas/bag.schema.json), one per line,
 from a file or "-" for standard input; --listen serves POST /bags (JSON lines,
 or one JSON document: a pretty-printed bag) until stopped. Invalid bags, and
@@ -342,10 +349,16 @@ func PublishBags(ctx context.Context, pub *Publisher, ds *mil.Dataset, bags []mi
 
 func (s *Service) ingestDataset(ctx context.Context) error {
 	if st, err := os.Stat(s.cfg.Data); err == nil && st.IsDir() {
+		if isDocumentFolder(s.cfg.Data) {
+			return s.ingestDocuments(ctx, s.cfg.Data, true)
+		}
 		return s.ingestPhotos(ctx, s.cfg.Data, true)
 	}
 	if photobag.IsPhotoManifest(s.cfg.Data) {
 		return s.ingestPhotos(ctx, s.cfg.Data, false)
+	}
+	if text.IsManifest(s.cfg.Data) {
+		return s.ingestDocuments(ctx, s.cfg.Data, false)
 	}
 	ds, err := dataset.Load(s.cfg.Data)
 	if err != nil {

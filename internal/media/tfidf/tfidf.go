@@ -1,4 +1,10 @@
-package text
+// Package tfidf holds the model side of text features: the IDF of hashed
+// features, learned from the passages a model is fitted on and stored in
+// the model (Weighted wraps any kind so), so that the stream that
+// featurizes documents (package text) keeps no vocabulary state. It is
+// apart from package text because ingest, which featurizes, must not link
+// the models.
+package tfidf
 
 import (
 	"context"
@@ -75,7 +81,11 @@ func (w IDF) Apply(v mil.SparseVec, idf, l2 bool) mil.SparseVec {
 		}
 	}
 	if l2 {
-		normalize(out)
+		if n := math.Sqrt(out.SqNorm()); n > 0 {
+			for k := range out.Val {
+				out.Val[k] /= n
+			}
+		}
 	}
 	return out
 }

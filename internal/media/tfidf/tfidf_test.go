@@ -1,4 +1,4 @@
-package text
+package tfidf
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
@@ -52,7 +53,7 @@ func TestIDFHandComputed(t *testing.T) {
 // the IDF travels in the model, the encoded model decodes to the same
 // annotations, and dense bags are refused.
 func TestWeightedRoundTrip(t *testing.T) {
-	f := Featurizer{Segmentation: Segmentation{Segmenter: Paragraphs}, Dim: 256}
+	f := text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Paragraphs}, Dim: 256}
 	docs := []struct {
 		text   string
 		labels []int

@@ -1,0 +1,167 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mimlstream/mimlstream/internal/media/text"
+	"github.com/mimlstream/mimlstream/internal/media/textbag"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
+)
+
+// PublishDocuments cuts documents into passages and featurizes them
+// (textbag.Bag), and publishes their bags with their provenance as
+// PublishPhotos does. A document that is not UTF-8, too large, or names a
+// label outside classes is dead-lettered with its reason and returned; the
+// dead letter's original is orig[i] (its manifest line without the text,
+// or its file name), never the document.
+func (p *Publisher) PublishDocuments(ctx context.Context, f text.Featurizer, classes []string, docs []textbag.Doc, orig [][]byte) ([]Rejection, error) {
+	if len(orig) != len(docs) {
+		return nil, fmt.Errorf("publish documents: %d originals for %d documents", len(orig), len(docs))
+	}
+	msgs := make([]*wire.BagMessage, len(docs))
+	errs := make([]error, len(docs))
+	raws := make([][]byte, len(docs))
+	for i, d := range docs {
+		if d.Labels != nil && !p.KeepLabels(d.ID) {
+			d.Labels = nil
+		}
+		m, err := textbag.Bag(d, f, classes)
+		if err == nil {
+			raws[i], err = m.AppendJSON(nil)
+		}
+		if err != nil {
+			errs[i], raws[i] = err, orig[i]
+			continue
+		}
+		msgs[i] = m
+	}
+	return p.publish(ctx, raws, wire.FormatJSON, false, func(i int) (*wire.BagMessage, error) {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		return p.validator.CheckEncoded(msgs[i], len(raws[i]))
+	}, func(i int) string { return docs[i].ID })
+}
+
+// documentBatch is how many documents are featurized and published at once.
+const documentBatch = 256
+
+// textExts are the file name endings a folder of documents is read by.
+var textExts = []string{".txt", ".text"}
+
+// isDocumentFolder reports whether the folder at path holds a plain-text
+// file (and so is read as documents, not photos).
+func isDocumentFolder(path string) bool {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !e.IsDir() && slices.Contains(textExts, strings.ToLower(filepath.Ext(e.Name()))) {
+			return true
+		}
+	}
+	return false
+}
+
+// ingestDocuments publishes the documents of a manifest (text.Entry lines:
+// inline text or a file relative to the manifest, optional labels; the
+// ground-truth passages are for evaluation and not sent) or of a folder
+// (every .txt file, by name, unlabeled), cut into Andrews's windows and
+// featurized with the service's default text featurizer. A document file
+// that is not UTF-8 or is too large is dead-lettered (reasons media,
+// oversize); a manifest line that is not UTF-8 is a malformed manifest
+// and stops the run naming its line (its raw bytes are checked before
+// JSON decoding, which would replace them silently).
+func (s *Service) ingestDocuments(ctx context.Context, path string, folder bool) error {
+	var entries []text.Entry
+	dir := path
+	if folder {
+		files, err := os.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		for _, e := range files {
+			if !e.IsDir() && slices.Contains(textExts, strings.ToLower(filepath.Ext(e.Name()))) {
+				entries = append(entries, text.Entry{ID: e.Name(), Path: e.Name()})
+			}
+		}
+	} else {
+		var err error
+		if entries, err = text.ReadManifestLines(path); err != nil {
+			return err
+		}
+		dir = filepath.Dir(path)
+	}
+	if s.cfg.Limit > 0 && s.cfg.Limit < len(entries) {
+		entries = entries[:s.cfg.Limit]
+	}
+	classes := documentClasses(dir, entries)
+	f, err := text.Featurizer{Terms: text.NewTermCache(1 << 20)}.Normalized()
+	if err != nil {
+		return err
+	}
+	bar := newBar(s.env, s.cfg.Progress, len(entries), "publishing documents of "+path)
+	rejected := 0
+	for i := 0; i < len(entries); i += documentBatch {
+		batch := entries[i:min(i+documentBatch, len(entries))]
+		docs := make([]textbag.Doc, len(batch))
+		orig := make([][]byte, len(batch))
+		for k, e := range batch {
+			d := textbag.Doc{ID: e.ID, URI: e.Path, Labels: e.Labels, Data: []byte(e.Text)}
+			if e.Path != "" {
+				// Files are read here, bounded, so that one that is not
+				// UTF-8 or too large is dead-lettered, not fatal.
+				if d.Data, err = readBounded(filepath.Join(dir, filepath.FromSlash(e.Path)), text.MaxDocumentBytes); err != nil {
+					return err
+				}
+			}
+			docs[k] = d
+			orig[k], _ = json.Marshal(text.Entry{ID: e.ID, Path: e.Path, Labels: e.Labels})
+		}
+		rej, err := s.pub.PublishDocuments(ctx, f, classes, docs, orig)
+		if err != nil {
+			return err
+		}
+		for _, r := range rej {
+			fmt.Fprintf(s.env.Stderr, "document %s: %s: %s\n", r.ID, r.Reason, r.Error)
+		}
+		rejected += len(rej)
+		_ = bar.Set(i + len(batch))
+	}
+	_ = bar.Finish()
+	if rejected > 0 {
+		fmt.Fprintf(s.env.Stderr, "%d of %d documents dead-lettered\n", rejected, len(entries))
+	}
+	return nil
+}
+
+// documentClasses is the class vocabulary of documents: classes.json
+// beside the manifest ({"classes": [...]}) when there is one, else the
+// sorted labels of the entries.
+func documentClasses(dir string, entries []text.Entry) []string {
+	if b, err := os.ReadFile(filepath.Join(dir, "classes.json")); err == nil {
+		var c struct {
+			Classes []string `json:"classes"`
+		}
+		if json.Unmarshal(b, &c) == nil && len(c.Classes) > 0 {
+			return c.Classes
+		}
+	}
+	var out []string
+	for _, e := range entries {
+		for _, l := range e.Labels {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
