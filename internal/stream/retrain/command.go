@@ -139,7 +139,7 @@ func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.Float64Var(&c.Margin, "margin", c.Margin, "promote when the held-out Hamming loss is at most the current one plus this")
 	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
 	fs.BoolVar(&c.Shadow, "shadow", c.Shadow, "publish a fit that passes the held-out comparison as the registry's candidate instead of promoting it: annotators run it in shadow and promote it on live quality (their --shadow-min-bags, --shadow-margin)")
-	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each promotion, delete registry versions older than the newest this many, except current, previous and the rollback history (0: keep all)")
+	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each refit, kept or promoted, delete registry versions older than the newest this many, except current, previous, candidate and the rollback history (0: keep all)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz, /refits and /metrics, which need no credentials (empty: none; :8081 for all interfaces, as in a container)")
 }
 

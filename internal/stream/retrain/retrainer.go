@@ -96,9 +96,10 @@ type RetrainerConfig struct {
 	// Warm starts the fit from the current model when it is of the same kind.
 	Warm bool
 	// KeepVersions bounds the registry, which otherwise grows by one
-	// version per refit: after each promotion, versions older than the
-	// newest KeepVersions are deleted, except those current, previous or in
-	// the rollback history. 0 keeps every version.
+	// version per refit: after each refit, kept or promoted, versions
+	// older than the newest KeepVersions are deleted, except those
+	// current, previous, candidate or in the rollback history. 0 keeps
+	// every version.
 	KeepVersions int
 	// Shadow publishes a fit that passes the held-out comparison as the
 	// registry's "candidate" instead of promoting it: annotators run it
@@ -151,7 +152,12 @@ type Retrainer struct {
 	windowBytes int64
 	bags        map[string]windowBag
 	fresh       int
-	last        []RefitResult
+	// changed says the window differs from the one the last refit took
+	// (a new bag, a bag that changed, one evicted): new copies of the
+	// same bags (a file ingested again) count as fresh but change
+	// nothing, and refitting on them would store an identical version.
+	changed bool
+	last    []RefitResult
 	// target is what a training bag must fit: the current model's
 	// dimension and vocabulary, and the kind's label cap; nil until a
 	// current model is known. targetAt is when it was last read.
@@ -431,13 +437,29 @@ func (r *Retrainer) add(ctx context.Context, m kafka.Message) {
 	if !wb.judged {
 		wb.raw = m.Value
 	}
+	if old, ok := r.bags[bm.ID]; !ok || !sameBag(&old, &wb) {
+		r.changed = true
+	}
 	r.putLocked(bm.ID, wb)
 	// The oldest go first; the newest stays even alone over the bytes.
 	for len(r.order) > r.cfg.Window || (r.windowBytes > r.cfg.WindowBytes && len(r.order) > 1) {
 		r.dropLocked(r.order[0])
 		r.order = r.order[1:]
+		r.changed = true
 	}
 	r.fresh++
+}
+
+// sameBag reports whether two window bags are the same training example:
+// features, labels, classes and featurizer.
+func sameBag(a, b *windowBag) bool {
+	eq := func(x, y []float64) bool { return slices.Equal(x, y) }
+	return a.dim == b.dim && slices.Equal(a.classes, b.classes) && slices.Equal(a.bag.Labels, b.bag.Labels) &&
+		slices.EqualFunc(a.bag.Instances, b.bag.Instances, eq) &&
+		slices.EqualFunc(a.bag.Sparse, b.bag.Sparse, func(x, y mil.SparseVec) bool {
+			return slices.Equal(x.Idx, y.Idx) && slices.Equal(x.Val, y.Val)
+		}) &&
+		featurizerKey(a.featurizer) == featurizerKey(b.featurizer)
 }
 
 // check applies the target's checks to a decoded training bag (the label
@@ -805,6 +827,18 @@ func (r *Retrainer) freshCount() int {
 }
 
 func (r *Retrainer) refitLogged(ctx context.Context) {
+	r.mu.Lock()
+	unchanged := !r.changed && len(r.last) > 0 && r.failing.n == 0
+	if unchanged {
+		// The fresh bags are copies of bags the last refit had: the fit
+		// would be the last one again. Counted as seen; no version.
+		fresh := r.fresh
+		r.fresh = 0
+		r.mu.Unlock()
+		r.cfg.Obs.Logger.Info("no refit: the window is the one the last refit took", "new_copies", fresh)
+		return
+	}
+	r.mu.Unlock()
 	res, err := r.Refit(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -1021,7 +1055,7 @@ func (r *Retrainer) snapshot() (train, test *mil.Dataset, featurizer *media.Feat
 		parts = append(parts, fmt.Sprintf("%d:%d", p, offsets[p]))
 	}
 	window = fmt.Sprintf("topic %s, %d bags, next offsets %s", r.cfg.Topic, len(r.order), strings.Join(parts, ","))
-	r.fresh = 0
+	r.fresh, r.changed = 0, false
 	return train, test, featurizer, window, offsets, nil
 }
 
@@ -1248,8 +1282,10 @@ func (r *Retrainer) refit(ctx context.Context) (RefitResult, error) {
 			stored.TrainOffsets = offsets
 		}
 		r.deadLetterUnfit(ctx, r.setCurrent(stored))
-		res.Pruned = r.prune(ctx)
 	}
+	// After every stored version, kept or promoted: rejected refits would
+	// otherwise pile up until the next promotion.
+	res.Pruned = r.prune(ctx)
 	return res, nil
 }
 

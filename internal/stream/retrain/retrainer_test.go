@@ -283,10 +283,10 @@ func survivors(ids []string, keep int, protected map[string]bool) []string {
 	return out
 }
 
-// TestRetrainerPrunesAfterPromotion checks the registry stays bounded by
-// KeepVersions after promotions, never losing current, previous or the
-// rollback history, and that an unpromoted refit prunes nothing.
-func TestRetrainerPrunesAfterPromotion(t *testing.T) {
+// TestRetrainerPrunesAfterEveryRefit checks the registry stays bounded by
+// KeepVersions after every refit, promoted or not (rejected versions do
+// not pile up), never losing current, previous or the rollback history.
+func TestRetrainerPrunesAfterEveryRefit(t *testing.T) {
 	ds := streamtest.SmallDataset(60)
 	cases := []struct {
 		name string
@@ -351,16 +351,18 @@ func TestRetrainerPrunesAfterPromotion(t *testing.T) {
 				if res.Promoted {
 					history = append([]string{current}, history...)
 					current = res.Version
-					if tc.keep > 0 {
-						protected := map[string]bool{current: true}
-						for _, v := range history {
-							protected[v] = true
-						}
-						want = survivors(ids, tc.keep, protected)
-						for _, v := range ids {
-							if !slices.Contains(want, v) {
-								wantPruned = append(wantPruned, v)
-							}
+				}
+				// Pruned after every refit, kept or promoted: rejected
+				// versions do not pile up until the next promotion.
+				if tc.keep > 0 {
+					protected := map[string]bool{current: true}
+					for _, v := range history {
+						protected[v] = true
+					}
+					want = survivors(ids, tc.keep, protected)
+					for _, v := range ids {
+						if !slices.Contains(want, v) {
+							wantPruned = append(wantPruned, v)
 						}
 					}
 				}
