@@ -45,20 +45,29 @@ func Bag(p Photo, f *imagefeat.Featurizer, classes []string, lim photo.Limits) (
 	}
 	md := media.Identify(p.Data, p.URI, photo.ContentType(img.Format))
 	id := f.Identity()
-	m := &wire.BagMessage{SchemaVersion: schemas.Version, ID: p.ID, Source: "media", Dim: imagefeat.Dim,
-		Instances: res.Instances, Media: &md, Featurizer: &id, Regions: res.Regions}
+	m := &wire.BagMessage{ID: p.ID, Instances: res.Instances, Media: &md, Featurizer: &id, Regions: res.Regions}
+	if err := finish(m, p, classes); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// finish fills in what a photo's bag has besides its regions: the
+// envelope and the labels over the vocabulary.
+func finish(m *wire.BagMessage, p Photo, classes []string) error {
+	m.SchemaVersion, m.Source, m.Dim = schemas.Version, "media", imagefeat.Dim
 	if p.Labels != nil {
 		m.Classes = classes
 		m.Labels = []int{}
 		for _, l := range p.Labels {
 			k := slices.Index(classes, l)
 			if k < 0 {
-				return nil, wire.Reject(wire.ReasonVocabulary, fmt.Errorf("photo %q: label %q is not a class (%d classes)", p.ID, l, len(classes)))
+				return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("photo %q: label %q is not a class (%d classes)", p.ID, l, len(classes)))
 			}
 			m.Labels = append(m.Labels, k)
 		}
 		slices.Sort(m.Labels)
 		m.Labels = slices.Compact(m.Labels)
 	}
-	return m, nil
+	return nil
 }

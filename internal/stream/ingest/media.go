@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
@@ -35,7 +38,7 @@ func (p *Publisher) PublishPhotos(ctx context.Context, f *imagefeat.Featurizer, 
 		if ph.Labels != nil && !p.KeepLabels(ph.ID) {
 			ph.Labels = nil
 		}
-		m, err := photobag.Bag(ph, f, classes, lim)
+		m, err := p.photoBag(ctx, ph, f, classes, lim)
 		if err == nil {
 			raws[i], err = m.AppendJSON(nil)
 		}
@@ -132,4 +135,22 @@ func readBounded(path string, limit int) ([]byte, error) {
 	}
 	defer fh.Close()
 	return io.ReadAll(io.LimitReader(fh, int64(limit)+1))
+}
+
+// photoBag is photobag.Bag through the media cache when there is one,
+// counting hits and misses; a failing cache is logged and passed by.
+func (p *Publisher) photoBag(ctx context.Context, ph photobag.Photo, f *imagefeat.Featurizer, classes []string, lim photo.Limits) (*wire.BagMessage, error) {
+	if p.cfg.MediaCache == nil {
+		return photobag.Bag(ph, f, classes, lim)
+	}
+	m, hit, cerr, err := photobag.CachedBag(ctx, p.cfg.MediaCache, ph, f, classes, lim)
+	if cerr != nil {
+		p.cfg.Obs.Logger.Warn("media cache", "photo", ph.ID, "err", cerr)
+	}
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	p.m.mediaCache.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+	return m, err
 }

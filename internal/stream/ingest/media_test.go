@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"image/png"
@@ -14,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
@@ -23,6 +26,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
@@ -159,4 +163,77 @@ func TestIngestPhotoManifestAndFolder(t *testing.T) {
 		t.Errorf("folder summary %q", stdout.String())
 	}
 	readTopic(t, brokers, topics.Annotate, 6)
+}
+
+// countingCache counts the lookups that hit and the entries written (one
+// per photo featurized) of a featurestore.Cache.
+type countingCache struct {
+	c          *featurestore.Cache
+	hits, puts int
+}
+
+func (c *countingCache) GetRaw(ctx context.Context, key string) ([]byte, bool, error) {
+	v, ok, err := c.c.GetRaw(ctx, key)
+	if ok {
+		c.hits++
+	}
+	return v, ok, err
+}
+
+func (c *countingCache) PutRaw(ctx context.Context, key string, v []byte) error {
+	c.puts++
+	return c.c.PutRaw(ctx, key, v)
+}
+
+// TestPhotoSentTwiceFeaturizedOnce: through the Redis feature cache, the
+// same photo sent twice (under two ids, two names) is featurized once;
+// the second bag has the first's instances and regions, and its own id.
+func TestPhotoSentTwiceFeaturizedOnce(t *testing.T) {
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Real(t)})
+	defer rdb.Close()
+	prefix := fmt.Sprintf("test-media-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		keys, _ := rdb.Keys(context.Background(), "{"+prefix+"}*").Result()
+		if len(keys) > 0 {
+			rdb.Del(context.Background(), keys...)
+		}
+	})
+	cache := &countingCache{c: featurestore.NewCache(rdb, prefix, time.Hour, 100)}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	good, err := os.ReadFile("../../../testdata/msrc_v2_sample/images/12_29_s.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, MediaCache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f, _ := imagefeat.New(imagefeat.DefaultParams())
+	for _, id := range []string{"first", "again"} {
+		ph := photobag.Photo{ID: id, URI: id + ".jpg", Data: good}
+		if rej, err := p.PublishPhotos(ctx, f, nil, photo.Limits{}, []photobag.Photo{ph}, [][]byte{[]byte(id)}); err != nil || len(rej) != 0 {
+			t.Fatalf("publish %s: %v %v", id, rej, err)
+		}
+	}
+	if cache.puts != 1 || cache.hits != 1 {
+		t.Fatalf("featurized %d times, %d cache hits; want 1 and 1", cache.puts, cache.hits)
+	}
+	v, _ := wire.NewValidator(0)
+	bags := map[string]*wire.BagMessage{}
+	for _, raw := range readTopic(t, brokers, topics.Annotate, 2) {
+		m, err := v.DecodeBag(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bags[m.ID] = m
+	}
+	a, b := bags["first"], bags["again"]
+	if a == nil || b == nil || !reflect.DeepEqual(a.Instances, b.Instances) || !reflect.DeepEqual(a.Regions, b.Regions) ||
+		a.Media.SHA256 != b.Media.SHA256 || b.Media.URI != "again.jpg" || b.Media.ContentType != "image/jpeg" {
+		t.Fatalf("bags %+v / %+v", a, b)
+	}
 }
