@@ -55,6 +55,10 @@ type Config struct {
 	CacheTTL        time.Duration
 	CacheMaxEntries int
 	CacheMaxBytes   int64
+	// CacheRedis, when set, is the address of a Redis for the feature
+	// cache alone (host:port or a redis:// or rediss:// URL with its
+	// credentials), so the cache can never fill the registry's Redis.
+	CacheRedis string
 	// Live quality (package quality): the fraction of labeled bags scored,
 	// the rolling window of the gauges, how often scores reach Redis, and
 	// the shadow policy (ShadowMinBags 0: this instance never judges a
@@ -107,6 +111,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
+	fs.StringVar(&c.CacheRedis, "cache-redis", c.CacheRedis, "Redis `address` of the feature cache alone (host:port, or a redis:// or rediss:// URL with its user and password), run with maxmemory and an eviction policy such as allkeys-lru, so the cache can never fill the registry's Redis (empty: the cache shares --redis)")
 	fs.Int64Var(&c.CacheMaxBytes, "cache-max-bytes", c.CacheMaxBytes, "bytes of cached feature vectors kept, the least recently used evicted first (0: no bound); the cache shares Redis with the model registry, so keep it well below Redis's maxmemory, or a full Redis (default policy noeviction) refuses the registry's writes")
 	c.registerQuality(fs)
 }
@@ -149,7 +154,10 @@ type Service struct {
 	cfg Config
 	rt  *service.Runtime
 	rdb redis.UniversalClient
-	a   *Annotator
+	// cacheRdb is the feature cache's own Redis client (--cache-redis),
+	// nil when the cache shares rdb.
+	cacheRdb redis.UniversalClient
+	a        *Annotator
 	// quality is nil when live quality is off.
 	quality liveTracker
 }
@@ -161,6 +169,12 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	// connection is tried.
 	if _, err := cfg.Redis.Options(); err != nil {
 		return nil, err
+	}
+	cacheRedis := redisflag.Config{Addr: cfg.CacheRedis}
+	if cfg.CacheRedis != "" {
+		if _, err := cacheRedis.Options(); err != nil {
+			return nil, cli.Usagef("--cache-redis: %w", err)
+		}
 	}
 	var regOpts []featurestore.RegistryOption
 	if cfg.VerifyKey != "" {
@@ -195,12 +209,28 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 		StartOffset: cfg.StartOffset, StallAfter: cfg.StallAfter, MaxInFlight: cfg.MaxInFlight, CommitInterval: cfg.CommitInterval, Compression: cfg.Compression.Codec(), Linger: cfg.Linger,
 		Format: cfg.WireFormat, Obs: rt.Obs(),
 	}
+	var cacheRdb redis.UniversalClient
 	if !cfg.NoFeatureCache {
-		acfg.Cache = featurestore.NewCache(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
+		crdb := rdb
+		if cfg.CacheRedis != "" {
+			if cacheRdb, err = cacheRedis.Connect(ctx, rt.Log.With("redis_role", "feature cache")); err != nil {
+				rdb.Close()
+				rt.Close()
+				return nil, fmt.Errorf("feature cache: %w", err)
+			}
+			crdb = cacheRdb
+		}
+		acfg.Cache = featurestore.NewCache(crdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
+	}
+	closeRedis := func() {
+		rdb.Close()
+		if cacheRdb != nil {
+			cacheRdb.Close()
+		}
 	}
 	tracker, err := newLiveTracker(cfg, rdb, regOpts, kinds, rt.Obs())
 	if err != nil {
-		rdb.Close()
+		closeRedis()
 		rt.Close()
 		return nil, cli.Usagef("%w", err)
 	}
@@ -209,11 +239,11 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	}
 	a, err := NewAnnotator(acfg)
 	if err != nil {
-		rdb.Close()
+		closeRedis()
 		rt.Close()
 		return nil, err
 	}
-	return &Service{cfg: cfg, rt: rt, rdb: rdb, a: a, quality: tracker}, nil
+	return &Service{cfg: cfg, rt: rt, rdb: rdb, cacheRdb: cacheRdb, a: a, quality: tracker}, nil
 }
 
 // Annotator returns the service's annotator.
@@ -243,5 +273,8 @@ func (s *Service) Run(ctx context.Context) error {
 // Close closes the Redis client and the telemetry.
 func (s *Service) Close() {
 	s.rdb.Close()
+	if s.cacheRdb != nil {
+		s.cacheRdb.Close()
+	}
 	s.rt.Close()
 }
