@@ -90,3 +90,38 @@ func TestTailOwnFlagsAndEmptyTopic(t *testing.T) {
 		t.Errorf("tail of an empty topic: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestModelsListFitsAScreen: `models list` shows the metrics that tell
+// versions apart and says how many more `models show` has, instead of a
+// row of every metric (600 characters for a refit); `models show` names
+// the version's ID.
+func TestModelsListFitsAScreen(t *testing.T) {
+	r := newRegistryEnv(t)
+	ctx := t.Context()
+	v1 := r.fit(t, "../../testdata/mscv2/MSCV2.mat", "dummy", true)
+	blob, meta, err := r.reg.Get(ctx, v1.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.Version, meta.ID, meta.Metrics = "", "", map[string]float64{"heldout_hamming_loss": 0.0845, "train_bags": 165}
+	for _, k := range []string{"average_precision", "bag_accuracy", "coverage", "one_error", "ranking_loss", "instance_accuracy", "macro_f1", "micro_f1"} {
+		meta.Metrics["heldout_"+k] = 0.5
+		meta.Metrics["heldout_current_"+k] = 0.4
+	}
+	if _, err := r.reg.Put(ctx, blob, meta); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ := runCmd(ctx, append([]string{"models", "list"}, r.flags...)...)
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if len(line) > 200 {
+			t.Errorf("list row of %d characters:\n%s", len(line), line)
+		}
+	}
+	if code != 0 || !strings.Contains(stdout, "heldout_hamming_loss=0.0845") || !strings.Contains(stdout, "(+15: models show)") {
+		t.Errorf("list: exit %d:\n%s", code, stdout)
+	}
+	_, stdout, _ = runCmd(ctx, append([]string{"models", "show", v1.Version}, r.flags...)...)
+	if !strings.Contains(stdout, "id               "+v1.ID) {
+		t.Errorf("show does not name the ID %s:\n%s", v1.ID, stdout)
+	}
+}

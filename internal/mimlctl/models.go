@@ -287,9 +287,28 @@ func listModels(ctx context.Context, m *modelsEnv, _ []string) error {
 	fmt.Fprintln(tw, "VERSION\tALIASES\tKIND\tDIM\tCLASSES\tSTORED (UTC)\tTRAINING WINDOW\tMETRICS")
 	for _, v := range vs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", v.Version, strings.Join(v.Aliases, ","), v.Kind, v.Dim, len(v.Classes),
-			v.CreatedAt.UTC().Format(time.DateTime), v.TrainingWindow, metricsText(v.Metrics))
+			v.CreatedAt.UTC().Format(time.DateTime), v.TrainingWindow, listMetrics(v.Metrics))
 	}
 	return tw.Flush()
+}
+
+// listedMetrics are the metrics `models list` shows, those that tell
+// versions apart at a glance; `models show` has them all.
+var listedMetrics = []string{"heldout_hamming_loss", "heldout_average_precision", "train_bags"}
+
+// listMetrics shows the listed metrics a version has, and how many more
+// `models show` has, so that a row stays one screen wide.
+func listMetrics(mt map[string]float64) string {
+	var parts []string
+	for _, k := range listedMetrics {
+		if v, ok := mt[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
+		}
+	}
+	if more := len(mt) - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("(+%d: models show)", more))
+	}
+	return strings.Join(parts, " ")
 }
 
 // metricsText shows the metrics sorted by name.
@@ -342,6 +361,9 @@ func showModel(ctx context.Context, m *modelsEnv, pos []string) error {
 	}
 	w := m.env.Stdout
 	fmt.Fprintf(w, "version          %s\n", meta.Version)
+	if meta.ID != "" {
+		fmt.Fprintf(w, "id               %s\n", meta.ID)
+	}
 	fmt.Fprintf(w, "aliases          %s\n", strings.Join(s.Aliases, ", "))
 	fmt.Fprintf(w, "kind             %s (instance level: %v)\n", meta.Kind, mm.InstanceLevel)
 	fmt.Fprintf(w, "input dimension  %d\n", meta.Dim)
