@@ -70,6 +70,16 @@ func DefaultParams() Params {
 // ErrParams marks settings a featurizer cannot run with.
 var ErrParams = errors.New("invalid featurizer parameters")
 
+// Default returns the featurizer with DefaultParams, which are valid (a
+// test holds them to it): it panics otherwise, a programming error.
+func Default() *Featurizer {
+	f, err := New(DefaultParams())
+	if err != nil {
+		panic(fmt.Sprintf("imagefeat: default parameters: %v", err))
+	}
+	return f
+}
+
 // Featurizer cuts photos into regions and describes each. It holds no
 // mutable state: one value serves concurrent calls.
 type Featurizer struct {

@@ -133,10 +133,7 @@ func TestFeaturesMatchDefinition(t *testing.T) {
 }
 
 func TestFeaturizerIdentity(t *testing.T) {
-	f, err := imagefeat.New(imagefeat.DefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := imagefeat.Default() // panics if the defaults are invalid
 	p := imagefeat.DefaultParams()
 	p.Seg.MaxRegions++
 	g, _ := imagefeat.New(p)

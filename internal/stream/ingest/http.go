@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/httpguard"
+	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -151,6 +152,9 @@ func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	}
 	bags := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &bagsHandler{pub: pub, cfg: cfg, log: log})
 	mux.Handle("POST /bags", httpguard.RequireBearer(cfg.Tokens, bags))
+	// Photos, one a request, behind the same tokens and bound.
+	photos := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &mediaHandler{pub: pub, cfg: cfg, log: log, f: imagefeat.Default()})
+	mux.Handle("POST /media", httpguard.RequireBearer(cfg.Tokens, photos))
 	return mux
 }
 
