@@ -667,11 +667,22 @@ var ErrInUse = errors.New("version in use")
 // the history's new head (or goes when the history is empty). Runs under
 // WATCH of the aliases and the history, like Prune.
 func (r *Registry) Delete(ctx context.Context, version string, force bool) error {
+	_, err := r.DeleteHeld(ctx, version, force)
+	return err
+}
+
+// DeleteHeld is Delete, and returns the aliases the version held when it
+// was deleted (previous, candidate; never current), read in the
+// transaction that deleted it: a caller that read them before could print
+// an alias that had moved meanwhile.
+func (r *Registry) DeleteHeld(ctx context.Context, version string, force bool) ([]string, error) {
 	if _, err := parseVersion(version); err != nil {
-		return fmt.Errorf("delete: %w", err)
+		return nil, fmt.Errorf("delete: %w", err)
 	}
 	cur, prev, cand, hist := r.aliasKey(AliasCurrent), r.aliasKey(AliasPrevious), r.aliasKey(AliasCandidate), r.historyKey()
+	var held []string
 	err := r.retryTx(ctx, func(tx *redis.Tx) error {
+		held = nil
 		n, err := tx.Exists(ctx, r.metaKey(version), r.blobKey(version)).Result()
 		if err != nil {
 			return err
@@ -704,6 +715,11 @@ func (r *Registry) Delete(ctx context.Context, version string, force bool) error
 		if len(uses) > 0 && !force {
 			return fmt.Errorf("%w: it is %s", ErrInUse, strings.Join(uses, " and "))
 		}
+		for _, u := range uses {
+			if slices.Contains(Aliases, u) {
+				held = append(held, u)
+			}
+		}
 		rest := slices.DeleteFunc(slices.Clone(h), func(v string) bool { return v == version })
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Del(ctx, r.blobKey(version), r.metaKey(version))
@@ -724,9 +740,9 @@ func (r *Registry) Delete(ctx context.Context, version string, force bool) error
 		return err
 	}, cur, prev, cand, hist, r.metaKey(version), r.blobKey(version))
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", version, err)
+		return nil, fmt.Errorf("delete %s: %w", version, err)
 	}
-	return nil
+	return held, nil
 }
 
 // Rollback makes the "previous" version current again and returns it; the

@@ -31,7 +31,7 @@ type Registry interface {
 	Verifies() bool
 	Rollback(ctx context.Context) (string, error)
 	List(ctx context.Context) ([]featurestore.VersionMeta, error)
-	Delete(ctx context.Context, version string, force bool) error
+	DeleteHeld(ctx context.Context, version string, force bool) ([]string, error)
 	SetCandidate(ctx context.Context, version string) error
 }
 
@@ -556,13 +556,16 @@ func deleteModel(ctx context.Context, m *modelsEnv, pos []string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.reg.Delete(ctx, v, m.opts.force); err != nil {
+	held, err := m.reg.DeleteHeld(ctx, v, m.opts.force)
+	if err != nil {
 		if errors.Is(err, featurestore.ErrInUse) && !m.opts.force && !slices.Contains(am[v], featurestore.AliasCurrent) {
 			return fmt.Errorf("%w; --force deletes it anyway", err)
 		}
 		return err
 	}
-	res := Deleted{Deleted: v, Aliases: am[v]}
+	// The aliases it held when it was deleted, not when they were read
+	// above (a promotion in between would make that "was current").
+	res := Deleted{Deleted: v, Aliases: held}
 	if res.Aliases == nil {
 		res.Aliases = []string{}
 	}
