@@ -175,7 +175,14 @@ fix); and when the body was not processed to its end (413 beyond
 --max-body-bytes, 503 when Kafka fails, 422 with complete false after 1000
 rejected lines) the line to resend from. 415: not a JSON content type. With
 --auth-token-file it requires "Authorization: Bearer TOKEN"; GET /healthz
-needs no token.`, env.Stderr)
+needs no token.
+
+POST /media takes one photo a request, under the same token and bounds: the
+body is the image (Content-Type image/png, image/jpeg, image/bmp or
+image/webp, at most 16 MiB), the query names it (id, default its SHA-256;
+uri), and labels=a,b with classes=a,b,c label it over a vocabulary. 200: its
+bag published; 422: refused with its reason (media: corrupt, unsupported or a
+decompression bomb; vocabulary) and dead-lettered; 415: not an image.`, env.Stderr)
 	cfg := DefaultConfig()
 	cfg.register(fs)
 	if err := service.ParseFlags(fs, args); err != nil {
