@@ -20,7 +20,9 @@ type Cache interface {
 
 // CacheKey names a photo featurized by f: the featurizer's canonical form
 // and the bytes' SHA-256. A photo sent twice, by any door, has one key.
-func CacheKey(f media.Featurizer, m media.Media) string { return "media:" + f.String() + ":" + m.SHA256 }
+func CacheKey(f media.Featurizer, m media.Media) string {
+	return "media:" + f.String() + ":" + m.SHA256
+}
 
 // cached is what the cache keeps of a featurized photo.
 type cached struct {
