@@ -163,6 +163,7 @@ func TestRealKafkaPipeline(t *testing.T) {
 			out := e.tail(ctx)
 			e.realAnnotator("a2")
 			e.realAnnotator("a3")
+			waitMembers(t, e.brokers, "annotators", 3)
 			rt := e.spawn("retrainer", "r1", e.retrainerArgs(150, ""))
 
 			ing := e.ingest(t, "ingest", 0, func(w io.Writer) error { return writePasses(w, ds, "pipe", 1) })
@@ -236,6 +237,34 @@ func refusedSession(t *testing.T, e *env) {
 		t.Fatalf("exit %v, want 1 naming the broker's Invalid Session Timeout:\n%s", a.err, a.logText())
 	}
 	t.Logf("session timeout refused by the broker: exit 1 after %.1f s: %s", time.Since(start).Seconds(), lastLine(a.logText()))
+}
+
+// waitMembers waits until consumer group is stable with n members, each
+// assigned partitions: the coordinator has finished the rebalance the
+// members' joins started.
+func waitMembers(t *testing.T, brokers []string, group string, n int) {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	state := ""
+	streamtest.WaitExplained(t, 90*time.Second, 200*time.Millisecond, func() bool {
+		resp, err := cl.DescribeGroups(t.Context(), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		if err != nil || len(resp.Groups) != 1 {
+			state = fmt.Sprint(err)
+			return false
+		}
+		g := resp.Groups[0]
+		assigned := 0
+		for _, m := range g.Members {
+			for _, tp := range m.MemberAssignments.Topics {
+				if len(tp.Partitions) > 0 {
+					assigned++
+					break
+				}
+			}
+		}
+		state = fmt.Sprintf("state %s, %d members, %d assigned", g.GroupState, len(g.Members), assigned)
+		return g.GroupState == "Stable" && len(g.Members) == n && assigned == n
+	}, func() string { return fmt.Sprintf("group %s stable with %d assigned members (last: %s)", group, n, state) })
 }
 
 // badRecord is a record a faulty producer writes, and the reason it must
