@@ -140,10 +140,15 @@ func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
 		}
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: addrs, Username: o.Username, Password: o.Password, TLSConfig: tc, DialTimeout: 5 * time.Second,
+			ContextTimeoutEnabled: true,
 		})
 	} else {
 		rdb = redis.NewClient(&redis.Options{
 			Addr: addrs[0], Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: tc, DialTimeout: 5 * time.Second,
+			// A context's deadline bounds the call's reads and writes: the
+			// feature cache gives a hung Redis milliseconds, not the 3 s
+			// read timeout (times the retries) it waited before.
+			ContextTimeoutEnabled: true,
 		})
 	}
 	if err := ping(ctx, rdb); err != nil {

@@ -67,6 +67,10 @@ type AnnotatorConfig struct {
 	// Cache, when non-nil, holds mapped instance vectors for models that
 	// implement models.FeatureMapper.
 	Cache FeatureCache
+	// CacheTimeout bounds each call to Cache; a call that fails or times
+	// out turns the cache off for a few seconds (the mapping is computed
+	// instead). <= 0 means DefaultCacheTimeout.
+	CacheTimeout time.Duration
 	// Workers annotating a batch in parallel; <= 0 means all cores.
 	Workers int
 	// BatchSize bounds a batch. A batch takes the messages that have
@@ -154,6 +158,9 @@ func (c *AnnotatorConfig) defaults() {
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.CacheTimeout <= 0 {
+		c.CacheTimeout = DefaultCacheTimeout
 	}
 	if c.ProbeInterval <= 0 {
 		c.ProbeInterval = DefaultProbeInterval
@@ -282,7 +289,7 @@ func NewAnnotator(cfg AnnotatorConfig) (*Annotator, error) {
 	a := &Annotator{cfg: cfg, validator: v, tracer: cfg.Obs.Tracer.Tracer(service.Instrumentation), lag: newLagTracker(30 * time.Second)}
 	a.maxOut.Store(int64(a.outputLimit(kafkaio.DefaultMaxMessageBytes)))
 	if cfg.Cache != nil {
-		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second}
+		a.cache = &cachedMapper{cache: cfg.Cache, log: cfg.Obs.Logger, cooldown: 5 * time.Second, timeout: cfg.CacheTimeout}
 	}
 	if err := a.initMetrics(); err != nil {
 		return nil, fmt.Errorf("annotator metrics: %w", err)

@@ -55,6 +55,7 @@ type Config struct {
 	CacheTTL        time.Duration
 	CacheMaxEntries int
 	CacheMaxBytes   int64
+	CacheTimeout    time.Duration
 	// CacheRedis, when set, is the address of a Redis for the feature
 	// cache alone (host:port or a redis:// or rediss:// URL with its
 	// credentials), so the cache can never fill the registry's Redis.
@@ -75,7 +76,7 @@ type Config struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	c := Config{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
-		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64, MaxBatchBytes: DefaultMaxBatchBytes,
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64, MaxBatchBytes: DefaultMaxBatchBytes, CacheTimeout: DefaultCacheTimeout,
 		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000,
 		CacheMaxBytes: 256 << 20}
@@ -112,6 +113,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
 	fs.StringVar(&c.CacheRedis, "cache-redis", c.CacheRedis, "Redis `address` of the feature cache alone (host:port, or a redis:// or rediss:// URL with its user and password), run with maxmemory and an eviction policy such as allkeys-lru, so the cache can never fill the registry's Redis (empty: the cache shares --redis)")
+	fs.DurationVar(&c.CacheTimeout, "cache-timeout", c.CacheTimeout, "bound of one feature cache call: a Redis that does not answer in time (hung, overloaded) turns the cache off for 5 s and the mapping is computed instead")
 	fs.Int64Var(&c.CacheMaxBytes, "cache-max-bytes", c.CacheMaxBytes, "bytes of cached feature vectors kept, the least recently used evicted first (0: no bound); the cache shares Redis with the model registry, so keep it well below Redis's maxmemory, or a full Redis (default policy noeviction) refuses the registry's writes")
 	c.registerQuality(fs)
 }
@@ -220,6 +222,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 			}
 			crdb = cacheRdb
 		}
+		acfg.CacheTimeout = cfg.CacheTimeout
 		acfg.Cache = featurestore.NewCache(crdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
 	}
 	closeRedis := func() {

@@ -69,9 +69,24 @@ type cachedMapper struct {
 	cache    FeatureCache
 	log      *slog.Logger
 	cooldown time.Duration
+	// timeout bounds each cache call (0: none): a hung Redis costs a bag
+	// at most this before the breaker trips.
+	timeout  time.Duration
 	offUntil atomic.Int64 // unix nanoseconds
 	hits     atomic.Int64
 	misses   atomic.Int64
+}
+
+// DefaultCacheTimeout bounds a feature cache call (AnnotatorConfig.CacheTimeout):
+// a Redis round trip on the same network takes well under a millisecond,
+// and recomputing an instance's mapping is the fallback.
+const DefaultCacheTimeout = 50 * time.Millisecond
+
+func (c *cachedMapper) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.timeout)
 }
 
 func (c *cachedMapper) available() bool { return time.Now().UnixNano() >= c.offUntil.Load() }
@@ -101,7 +116,9 @@ func (c *cachedMapper) annotate(ctx context.Context, fm models.FeatureMapper, b 
 		var key string
 		if c != nil && c.available() {
 			key = instanceKey(space, x)
-			v, ok, err := c.cache.Get(ctx, key)
+			cctx, cancel := c.callContext(ctx)
+			v, ok, err := c.cache.Get(cctx, key)
+			cancel()
 			switch {
 			case err != nil:
 				c.trip(err)
@@ -119,9 +136,11 @@ func (c *cachedMapper) annotate(ctx context.Context, fm models.FeatureMapper, b 
 		}
 		mapped[i] = v
 		if key != "" && c.available() {
-			if err := c.cache.Put(ctx, key, v); err != nil {
+			cctx, cancel := c.callContext(ctx)
+			if err := c.cache.Put(cctx, key, v); err != nil {
 				c.trip(err)
 			}
+			cancel()
 		}
 	}
 	return fm.AnnotateMapped(ctx, b, mapped, mode)
