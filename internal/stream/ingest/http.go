@@ -153,7 +153,7 @@ func Handler(pub *Publisher, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	bags := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &bagsHandler{pub: pub, cfg: cfg, log: log})
 	mux.Handle("POST /bags", httpguard.RequireBearer(cfg.Tokens, bags))
 	// Photos, one a request, behind the same tokens and bound.
-	photos := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &mediaHandler{pub: pub, cfg: cfg, log: log, f: imagefeat.Default()})
+	photos := httpguard.LimitConcurrency(cfg.MaxConcurrent, retryAfter, &mediaHandler{pub: pub, cfg: cfg, log: log, f: imagefeat.Default(), tf: defaultTextFeaturizer()})
 	mux.Handle("POST /media", httpguard.RequireBearer(cfg.Tokens, photos))
 	return mux
 }

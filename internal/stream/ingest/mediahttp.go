@@ -15,6 +15,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
+	"github.com/mimlstream/mimlstream/internal/media/text"
+	"github.com/mimlstream/mimlstream/internal/media/textbag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -29,7 +31,7 @@ type MediaResult struct {
 }
 
 // mediaTypes are the content types POST /media reads.
-var mediaTypes = []string{"image/png", "image/jpeg", "image/bmp", "image/webp"}
+var mediaTypes = []string{"image/png", "image/jpeg", "image/bmp", "image/webp", "text/plain"}
 
 // mediaHandler serves POST /media: one photo a request, its bytes the body
 // and its content type one of mediaTypes; the query names it (id, default
@@ -40,14 +42,16 @@ type mediaHandler struct {
 	cfg HTTPConfig
 	log *slog.Logger
 	f   *imagefeat.Featurizer
+	tf  text.Featurizer // documents (text/plain), with a term cache shared by requests
 }
 
 // ServeHTTP answers:
 //
-//	200  the photo published (a bag of its regions, with its provenance)
+//	200  the photo published (a bag of its regions, with its provenance),
+//	     or the document (text/plain, UTF-8: a bag of its passages)
 //	422  the photo refused, with the reason (corrupt, unsupported, a bomb:
 //	     media; beyond the byte bound: oversize; a label outside classes:
-//	     vocabulary) and dead-lettered
+//	     vocabulary; a document that is not UTF-8: media) and dead-lettered
 //	400  labels without classes
 //	413  a body beyond the photo byte bound (nothing published)
 //	415  a content type other than an image's
@@ -66,6 +70,9 @@ func (h *mediaHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := int64(photo.DefaultMaxBytes)
+	if ct == "text/plain" {
+		limit = text.MaxDocumentBytes
+	}
 	if h.cfg.MaxBodyBytes > 0 {
 		limit = min(limit, h.cfg.MaxBodyBytes)
 	}
@@ -105,7 +112,15 @@ func (h *mediaHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		classes = strings.Split(q.Get("classes"), ",")
 	}
 	orig, _ := json.Marshal(map[string]any{"id": res.ID, "uri": ph.URI, "content_type": ct, "sha256": md.SHA256, "size": md.Size})
-	rej, err := h.pub.PublishPhotos(r.Context(), h.f, classes, photo.Limits{MaxBytes: int(limit)}, []photobag.Photo{ph}, [][]byte{orig})
+	var rej []Rejection
+	if ct == "text/plain" {
+		// A document: cut into passages and featurized as ingest --data
+		// does; not UTF-8 is reason media with the bad byte's offset.
+		d := textbag.Doc{ID: ph.ID, URI: ph.URI, Data: data, Labels: ph.Labels}
+		rej, err = h.pub.PublishDocuments(r.Context(), h.tf, classes, []textbag.Doc{d}, [][]byte{orig})
+	} else {
+		rej, err = h.pub.PublishPhotos(r.Context(), h.f, classes, photo.Limits{MaxBytes: int(limit)}, []photobag.Photo{ph}, [][]byte{orig})
+	}
 	switch {
 	case err != nil:
 		h.log.Warn("POST /media: publish failed", "id", res.ID, "err", err)

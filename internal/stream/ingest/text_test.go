@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -148,5 +150,54 @@ func TestIngestDocumentManifestAndFolder(t *testing.T) {
 	}
 	if !utf8.ValidString(stderr.String()) {
 		t.Errorf("stderr echoes invalid bytes: %q", stderr.String())
+	}
+}
+
+// TestDefaultTextFeaturizerNormalized: the doors' featurizer is already
+// in normal form, so the identity its bags carry is the one a model of
+// the default settings records.
+func TestDefaultTextFeaturizerNormalized(t *testing.T) {
+	f := defaultTextFeaturizer()
+	n, err := f.Normalized()
+	if err != nil || !n.Identity().Equal(f.Identity()) || n.Dim != f.Dim {
+		t.Fatalf("default %+v, normalized %+v, %v", f, n, err)
+	}
+}
+
+// TestPostMediaText: POST /media with text/plain publishes the document's
+// bag (its passages, with their spans); a body that is not UTF-8 is 422
+// with reason media and dead-lettered.
+func TestPostMediaText(t *testing.T) {
+	topics := wire.DefaultTopics()
+	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := httptest.NewServer(Handler(p, HTTPConfig{MaxLineBytes: 1 << 20, MaxConcurrent: 2}, nil))
+	defer srv.Close()
+	post := func(query string, body []byte) (int, MediaResult) {
+		resp, err := http.Post(srv.URL+"/media?"+query, "text/plain; charset=utf-8", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res MediaResult
+		_ = json.NewDecoder(resp.Body).Decode(&res)
+		return resp.StatusCode, res
+	}
+	if code, res := post("id=doc&uri=doc.txt&labels=autos&classes=autos,baseball", []byte("Engines, gearboxes and brakes of the café's cars.")); code != http.StatusOK || !res.Published {
+		t.Fatalf("document: %d %+v", code, res)
+	}
+	if code, res := post("id=latin1", []byte("caf\xe9")); code != http.StatusUnprocessableEntity || res.Reason != wire.ReasonMedia || !strings.Contains(res.Error, "byte offset 3") {
+		t.Fatalf("latin-1 document: %d %+v", code, res)
+	}
+	v, _ := wire.NewValidator(0)
+	for _, raw := range readTopic(t, brokers, topics.Annotate, 1) {
+		m, err := v.DecodeBag(raw)
+		if err != nil || m.ID != "doc" || len(m.Regions) != len(m.SparseInstances) || m.Regions[0].Span == nil || m.Featurizer == nil || m.Featurizer.Name != text.FeaturizerName {
+			t.Fatalf("bag %+v: %v", m, err)
+		}
 	}
 }
