@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"sort"
@@ -537,6 +538,10 @@ func (s *Service) serveHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// net/http's own complaints (a TLS handshake that fails, a client
+	// that breaks the protocol) go through the service's logger, not the
+	// standard log package's unstructured stderr.
+	srv.srv.ErrorLog = slog.NewLogLogger(s.rt.Log.Handler(), slog.LevelWarn)
 	s.rt.Log.Info("http listening", "addr", srv.Addr().String(), "tls", s.cfg.TLSCert != "", "auth", s.http.Tokens != nil,
 		"max_body_bytes", s.http.MaxBodyBytes, "max_line_bytes", s.http.MaxLineBytes, "max_concurrent", s.http.MaxConcurrent)
 	if s.http.Tokens == nil {

@@ -1,13 +1,18 @@
 package ingest
 
 import (
+	"context"
+	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/syncbuf"
+	"github.com/mimlstream/mimlstream/internal/testsupport/tlstest"
 )
 
 // TestProgressFirstTickRate: the bar's clock starts when the bar is made
@@ -39,4 +44,35 @@ func TestUnreadableSourceIsTheErrorAlone(t *testing.T) {
 		t.Fatalf("err %v, stdout %q; want the error alone", err, stdout.String())
 	}
 	t.Logf("error: %v", err)
+}
+
+// TestHTTPErrorsThroughSlog: net/http's own lines (plain HTTP sent to the
+// TLS endpoint) reach the service's structured log, not the standard log
+// package's stderr.
+func TestHTTPErrorsThroughSlog(t *testing.T) {
+	brokers := startBroker(t)
+	ca := tlstest.NewCA(t, "ingest")
+	srv := ca.Server(t, "ingest")
+	addr := freeAddr(t)
+	var stdout, stderr syncbuf.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Command(ctx, service.Env{Stdout: &stdout, Stderr: &stderr}, []string{"--brokers", brokers[0], "--listen", addr,
+			"--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile})
+	}()
+	streamtest.WaitFor(t, 10*time.Second, "a TLS handshake error logged", func() bool {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+		}
+		return strings.Contains(stderr.String(), "TLS handshake error")
+	})
+	if !regexp.MustCompile(`level=WARN msg="http: TLS handshake error`).MatchString(stderr.String()) {
+		t.Errorf("the handshake error is not a structured WARN line:\n%s", stderr.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
