@@ -186,10 +186,7 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 		all[i] = fmt.Sprint(i)
 	}
 	classes, _ := json.Marshal(ds.Classes)
-	bad := map[string]struct {
-		raw  string
-		want wire.Reason
-	}{
+	bad := map[string]badRecord{
 		"bad-json":   {`{"schema_version":1,"id":"x","dim":48,"instances":[` + row, wire.ReasonMalformedJSON},
 		"bad-dim":    {`{"schema_version":1,"id":"x","dim":3,"instances":[[1,2,3]]}`, wire.ReasonDimension},
 		"bad-nan":    {`{"schema_version":1,"id":"x","dim":48,"instances":[["NaN"` + strings.Repeat(",0.5", 47) + `]]}`, wire.ReasonNonFinite},
@@ -224,23 +221,9 @@ func TestDeadLettersEndToEnd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	checkDeadReasons(t, out, bad, e.topics.Annotate)
 	out.mu.Lock()
 	defer out.mu.Unlock()
-	got := map[string]wire.DeadLetter{}
-	for _, d := range out.dead {
-		got[d.Key] = d
-	}
-	for key, b := range bad {
-		d, ok := got[key]
-		switch {
-		case !ok:
-			t.Errorf("%s: no dead letter", key)
-		case d.Reason != b.want || d.Topic != e.topics.Annotate || d.Offset < 0 || d.OriginalSize != len(b.raw):
-			t.Errorf("%s: dead letter reason %s topic %s offset %d size %d, want %s", key, d.Reason, d.Topic, d.Offset, d.OriginalSize, b.want)
-		case b.want != wire.ReasonOversize && string(d.Original) != b.raw:
-			t.Errorf("%s: original bytes not kept", key)
-		}
-	}
 	for _, id := range goodIDs {
 		if len(out.anns[id]) == 0 {
 			t.Errorf("good bag %s around the bad ones not annotated", id)
@@ -365,20 +348,7 @@ func TestSIGTERMDrainsAndCommits(t *testing.T) {
 	pub := e.publisher(0.5)
 	published := publishPaced(ctx, pub, ds, 40*time.Millisecond)
 	out.waitIDs(t, len(ds.Bags)/3, 60*time.Second)
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-first.done:
-		if first.err != nil {
-			t.Fatalf("annotator exited with %v after SIGTERM", first.err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("annotator did not exit after SIGTERM")
-	}
-	if !strings.Contains(first.logText(), "drained") {
-		t.Errorf("annotator log does not report draining")
-	}
+	first.terminate(t, 30*time.Second)
 	stoppedAt, _, _ := out.counts()
 	e.startAnnotator("second", annotatorOpts{})
 	if err := <-published; err != nil {

@@ -173,6 +173,26 @@ func (e *env) spawn(role, name string, args []string) *annotator {
 	return a
 }
 
+// terminate stops the process with SIGTERM and checks a graceful stop:
+// exit 0 within limit, the log saying it drained.
+func (a *annotator) terminate(t *testing.T, limit time.Duration) {
+	t.Helper()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+		if a.err != nil {
+			t.Fatalf("%s exited with %v after SIGTERM", a.name, a.err)
+		}
+	case <-time.After(limit):
+		t.Fatalf("%s did not exit within %v of SIGTERM", a.name, limit)
+	}
+	if !strings.Contains(a.logText(), "drained") {
+		t.Errorf("%s's log does not report draining", a.name)
+	}
+}
+
 func (a *annotator) logText() string {
 	w := a.cmd.Stdout.(*syncWriter)
 	w.mu.Lock()

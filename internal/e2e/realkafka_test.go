@@ -95,6 +95,27 @@ func (o *outputs) resumedAfter(t0 time.Time) (resumed, pause time.Duration) {
 	return resumed, pause
 }
 
+// realRun is what most real-Kafka scenarios start with: a cluster, MSCV2
+// with its model current, the first annotator (which creates the topics)
+// serving it, and a tail of the outputs.
+type realRun struct {
+	*env
+	c     *kafkatest.Cluster
+	ds    *mil.Dataset
+	first *annotator
+	out   *outputs
+}
+
+func startReal(t *testing.T, o kafkatest.Options, first string) *realRun {
+	t.Helper()
+	e, c := realEnv(t, o)
+	ds, blob := mscv2Model(t)
+	r := &realRun{env: e, c: c, ds: ds}
+	r.first = e.firstAnnotator(first, e.promote(blob))
+	r.out = e.tail(t.Context())
+	return r
+}
+
 // tally is what a scenario counts: bag ids sent, distinct ids annotated,
 // dead letters, ids sent but never annotated, and annotations beyond one
 // per id (redeliveries, which at-least-once allows).
@@ -153,14 +174,9 @@ func bagIDs(bags []mil.Bag) []string {
 func TestRealKafkaPipeline(t *testing.T) {
 	for _, v := range kafkatest.Selected() {
 		t.Run(v, func(t *testing.T) {
-			e, c := realEnv(t, kafkatest.Options{Version: v})
-			ds, blob := mscv2Model(t)
-			version := e.promote(blob)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			e.firstAnnotator("a1", version)
-			checkTopicConfigs(t, c.Addrs())
-			out := e.tail(ctx)
+			r := startReal(t, kafkatest.Options{Version: v}, "a1")
+			e, ds, out, ctx := r.env, r.ds, r.out, t.Context()
+			checkTopicConfigs(t, r.c.Addrs())
 			e.realAnnotator("a2")
 			e.realAnnotator("a3")
 			waitMembers(t, e.brokers, "annotators", 3)
@@ -214,29 +230,12 @@ func TestRealKafkaPipeline(t *testing.T) {
 			t.Logf("retrainer: %d refit(s)", refits(rt))
 
 			foreignClient(t, e, ds)
-			refusedSession(t, e)
+			// kafka-go's group reader retries a JoinGroup the broker
+			// refuses for good forever; the annotator must stop itself.
+			e.refusedAtStart(t, []securityCase{{"session timeout under the broker's minimum",
+				[]string{"--session-timeout", "2s"}, "Invalid Session Timeout"}}, 30*time.Second)
 		})
 	}
-}
-
-// refusedSession starts an annotator whose session timeout the broker
-// refuses (2 s, under group.min.session.timeout.ms): kafka-go's group
-// reader retries that JoinGroup forever, so the annotator must stop on it
-// itself, with exit code 1 and the broker's error.
-func refusedSession(t *testing.T, e *env) {
-	t.Helper()
-	start := time.Now()
-	a := e.startAnnotator("short-session", annotatorOpts{extra: []string{"--session-timeout", "2s"}})
-	select {
-	case <-a.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("an annotator the broker refuses still runs after 30 s:\n%s", a.logText())
-	}
-	var exit *exec.ExitError
-	if !errors.As(a.err, &exit) || exit.ExitCode() != 1 || !strings.Contains(a.logText(), "Invalid Session Timeout") {
-		t.Fatalf("exit %v, want 1 naming the broker's Invalid Session Timeout:\n%s", a.err, a.logText())
-	}
-	t.Logf("session timeout refused by the broker: exit 1 after %.1f s: %s", time.Since(start).Seconds(), lastLine(a.logText()))
 }
 
 // waitMembers waits until consumer group is stable with n members, each
@@ -264,7 +263,9 @@ func waitMembers(t *testing.T, brokers []string, group string, n int) {
 		}
 		state = fmt.Sprintf("state %s, %d members, %d assigned", g.GroupState, len(g.Members), assigned)
 		return g.GroupState == "Stable" && len(g.Members) == n && assigned == n
-	}, func() string { return fmt.Sprintf("group %s stable with %d assigned members (last: %s)", group, n, state) })
+	}, func() string {
+		return fmt.Sprintf("group %s stable with %d assigned members (last: %s)", group, n, state)
+	})
 }
 
 // badRecord is a record a faulty producer writes, and the reason it must
@@ -285,6 +286,8 @@ func badRecords(t *testing.T, ds *mil.Dataset) map[string]badRecord {
 	}
 }
 
+// checkDeadReasons checks that each bad record was dead-lettered with its
+// reason, where it lay, its size and (unless oversize) its original bytes.
 func checkDeadReasons(t *testing.T, out *outputs, bad map[string]badRecord, topic string) {
 	t.Helper()
 	out.mu.Lock()
@@ -298,8 +301,10 @@ func checkDeadReasons(t *testing.T, out *outputs, bad map[string]badRecord, topi
 		switch {
 		case !ok:
 			t.Errorf("%s: no dead letter", key)
-		case d.Reason != b.want || d.Topic != topic || string(d.Original) != b.raw:
-			t.Errorf("%s: dead letter reason %s topic %s, want %s on %s with the original bytes", key, d.Reason, d.Topic, b.want, topic)
+		case d.Reason != b.want || d.Topic != topic || d.Offset < 0 || d.OriginalSize != len(b.raw):
+			t.Errorf("%s: dead letter reason %s topic %s offset %d size %d, want %s on %s", key, d.Reason, d.Topic, d.Offset, d.OriginalSize, b.want, topic)
+		case b.want != wire.ReasonOversize && string(d.Original) != b.raw:
+			t.Errorf("%s: original bytes not kept", key)
 		}
 	}
 }
@@ -454,13 +459,8 @@ func foreignClient(t *testing.T, e *env, ds *mil.Dataset) {
 func TestRealKafkaKillsAndRebalances(t *testing.T) {
 	for _, v := range kafkatest.Selected() {
 		t.Run(v, func(t *testing.T) {
-			e, _ := realEnv(t, kafkatest.Options{Version: v})
-			ds, blob := mscv2Model(t)
-			version := e.promote(blob)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			victim := e.firstAnnotator("victim", version)
-			out := e.tail(ctx)
+			r := startReal(t, kafkatest.Options{Version: v}, "victim")
+			e, ds, out, ctx, victim := r.env, r.ds, r.out, t.Context(), r.first
 			leaver := e.realAnnotator("leaver")
 			e.realAnnotator("stayer")
 			// Three passes of MSCV2 (new ids each), paced over about 14 s,
@@ -491,18 +491,7 @@ func TestRealKafkaKillsAndRebalances(t *testing.T) {
 				}
 				return false
 			})
-			_ = leaver.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-leaver.done:
-				if leaver.err != nil {
-					t.Errorf("SIGTERM: annotator exited with %v", leaver.err)
-				}
-			case <-time.After(40 * time.Second):
-				t.Fatal("annotator did not exit within 40 s of SIGTERM")
-			}
-			if !strings.Contains(leaver.logText(), "drained") {
-				t.Error("the annotator stopped by SIGTERM does not report draining")
-			}
+			leaver.terminate(t, 40*time.Second)
 			termAt, _, _ := out.counts()
 			if err := <-published; err != nil {
 				t.Fatal(err)
@@ -566,40 +555,12 @@ func TestRealKafkaTLSSCRAM(t *testing.T) {
 			other := tlstest.NewCA(t, "other")
 			wrong := writeSecret(t, "not-the-password")
 			right := cfg.PasswordFile
-			cases := []struct {
-				name string
-				args []string
-				want string
-			}{
+			e.refusedAtStart(t, []securityCase{
 				{"wrong password", []string{"--kafka-tls-ca", ca.File, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", scramUser, "--kafka-sasl-password-file", wrong}, "SASL authentication failed"},
 				{"unknown user", []string{"--kafka-tls-ca", ca.File, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", "nobody", "--kafka-sasl-password-file", right}, "SASL authentication failed"},
 				{"untrusted CA", []string{"--kafka-tls-ca", other.File, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", scramUser, "--kafka-sasl-password-file", right}, "not signed by a trusted CA"},
 				{"plaintext client against the TLS listener", []string{"--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", scramUser, "--kafka-sasl-password-file", right}, "is its listener TLS"},
-			}
-			e.secArgs = nil
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					start := time.Now()
-					a := e.startAnnotator("bad", annotatorOpts{extra: tc.args})
-					select {
-					case <-a.done:
-					case <-time.After(30 * time.Second):
-						t.Fatalf("annotator still running after 30 s; log:\n%s", a.logText())
-					}
-					var exit *exec.ExitError
-					if !errors.As(a.err, &exit) || exit.ExitCode() != 1 {
-						t.Fatalf("exit %v, want code 1; log:\n%s", a.err, a.logText())
-					}
-					log := a.logText()
-					if !strings.Contains(log, tc.want) {
-						t.Errorf("message lacks %q:\n%s", tc.want, log)
-					}
-					if strings.Contains(log, scramPassword) {
-						t.Error("the password appears in the output")
-					}
-					t.Logf("%s: exit 1 after %.1f s: %s", tc.name, time.Since(start).Seconds(), lastLine(log))
-				})
-			}
+			}, 30*time.Second)
 		})
 	}
 }
@@ -611,13 +572,8 @@ func TestRealKafkaTLSSCRAM(t *testing.T) {
 func TestRealKafkaBrokerRestart(t *testing.T) {
 	for _, v := range kafkatest.Selected() {
 		t.Run(v, func(t *testing.T) {
-			e, c := realEnv(t, kafkatest.Options{Version: v})
-			ds, blob := mscv2Model(t)
-			version := e.promote(blob)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			e.firstAnnotator("a1", version)
-			out := e.tail(ctx)
+			r := startReal(t, kafkatest.Options{Version: v}, "a1")
+			e, c, ds, out, ctx := r.env, r.c, r.ds, r.out, t.Context()
 			e.realAnnotator("a2")
 			pub := e.publisher(0.5)
 			half := len(ds.Bags) / 2
@@ -705,13 +661,8 @@ func countTopic(t *testing.T, e *env, topic string) int {
 // nothing stalled, and the time until annotations flow again reported.
 func TestRealKafkaLeaderKill(t *testing.T) {
 	v := kafkatest.Selected()[0]
-	e, c := realEnv(t, kafkatest.Options{Version: v, Nodes: 3, HeapMB: 384})
-	ds, blob := mscv2Model(t)
-	version := e.promote(blob)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	e.firstAnnotator("a1", version)
-	out := e.tail(ctx)
+	r := startReal(t, kafkatest.Options{Version: v, Nodes: 3, HeapMB: 384}, "a1")
+	e, c, ds, out, ctx := r.env, r.c, r.ds, r.out, t.Context()
 	e.realAnnotator("a2")
 	stream := passes(ds, 2)
 	published := publishPaced(ctx, e.publisher(0.5), stream, 110*time.Millisecond)
@@ -781,12 +732,8 @@ func leaderOfMost(t *testing.T, brokers []string, topic string) int {
 // new topic from its start and refit on the bags that arrive there.
 func TestRealKafkaTrainingTopicRecreated(t *testing.T) {
 	v := kafkatest.Selected()[0]
-	e, _ := realEnv(t, kafkatest.Options{Version: v})
-	ds, blob := mscv2Model(t)
-	version := e.promote(blob)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	e.firstAnnotator("a1", version)
+	r := startReal(t, kafkatest.Options{Version: v}, "a1")
+	e, ds, ctx := r.env, r.ds, t.Context()
 	rt := e.spawn("retrainer", "r1", e.retrainerArgs(100, ""))
 	pub := e.publisher(0.5)
 	if rej, err := pub.PublishDataset(ctx, ds, ds.Bags[:300]); err != nil || len(rej) > 0 {

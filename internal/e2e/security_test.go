@@ -95,23 +95,38 @@ func TestKafkaSecurityFailuresExit(t *testing.T) {
 	e.brokers = secureBroker(t, ca, e.topics.All())
 	wrong := writeSecret(t, "not-the-password")
 	right := writeSecret(t, scramPassword)
-	cases := []struct {
-		name string
-		args []string
-		want string
-	}{
+	cases := []securityCase{
 		{"wrong password", []string{"--kafka-tls-ca", ca.File, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", scramUser, "--kafka-sasl-password-file", wrong}, "SASL authentication failed"},
 		{"untrusted CA", []string{"--kafka-tls-ca", other.File, "--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", scramUser, "--kafka-sasl-password-file", right}, "not signed by a trusted CA"},
 		{"plaintext client against TLS listener", []string{"--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", scramUser, "--kafka-sasl-password-file", right}, "is its listener TLS"},
 	}
+	e.refusedAtStart(t, cases, 15*time.Second)
+}
+
+// securityCase is an annotator started with args that must stop at start
+// with exit code 1 and a message holding want.
+type securityCase struct {
+	name string
+	args []string
+	want string
+}
+
+// refusedAtStart starts an annotator per case (without the env's own
+// security flags) and checks that each exits 1 within limit, naming the
+// cause and no password.
+func (e *env) refusedAtStart(t *testing.T, cases []securityCase, limit time.Duration) {
+	t.Helper()
+	own := e.secArgs
+	e.secArgs = nil
+	defer func() { e.secArgs = own }()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			a := e.startAnnotator("bad", annotatorOpts{extra: tc.args})
 			select {
 			case <-a.done:
-			case <-time.After(15 * time.Second):
-				t.Fatalf("annotator still running after 15 s; log:\n%s", a.logText())
+			case <-time.After(limit):
+				t.Fatalf("annotator still running after %v; log:\n%s", limit, a.logText())
 			}
 			var exit *exec.ExitError
 			if !errors.As(a.err, &exit) || exit.ExitCode() != 1 {
