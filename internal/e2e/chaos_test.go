@@ -42,8 +42,10 @@ func smallInvalid(ds *mil.Dataset, key string, kind int) ([]byte, wire.Reason) {
 
 // TestChaos runs the pipeline as processes (two annotators, a retrainer)
 // for a few minutes while a producer sends valid bags (half labeled, also
-// to the training topic), invalid bags small and of 226 KB, bags of 1.5 MB
-// (over the services' 1 MiB limit) and poison training bags, and a chaos
+// to the training topic; some under one shared key, some with none),
+// invalid bags small and of 226 KB, bags of 1.5 MB (over the services'
+// 1 MiB limit), bags and training bags with a finite feature of 1e308, and
+// poison training bags, and a chaos
 // loop SIGKILLs a random service every 2 to 4 s and restarts it. Then: no
 // valid bag id is missing from the annotations, every bad bag is
 // dead-lettered with its reason, and the registry is consistent (the
@@ -127,6 +129,31 @@ func TestChaos(t *testing.T) {
 			if _, err := pub.PublishDataset(ctx, ds, bags); err != nil {
 				t.Errorf("publish: %v", err)
 				return
+			}
+			if tick%10 == 7 {
+				// Valid bags under one shared key and with none: each is
+				// annotated, under its own id.
+				var keys []string
+				var raws [][]byte
+				for j, key := range []string{"shared", "shared", ""} {
+					b := ds.Bags[(tick*10+j)%len(ds.Bags)]
+					b.ID = fmt.Sprintf("%s~k%d-%d", b.ID, tick, j)
+					valid = append(valid, b.ID)
+					keys, raws = append(keys, key), append(raws, mustJSON(wire.NewBagMessage(&b, "mscv2", ds.Dim, ds.Classes, false)))
+				}
+				e.write(ctx, w, e.topics.Annotate, keys, raws)
+			}
+			if tick%25 == 24 {
+				// A finite feature beyond the models' bound, to be
+				// annotated and to be trained on (it stopped every
+				// warm-started orlr refit).
+				huge := strings.Repeat(",0.5", ds.Dim-1)
+				ak, tk := fmt.Sprintf("hugefeat-%d", tick), fmt.Sprintf("hugetrain-%d", tick)
+				e.write(ctx, w, e.topics.Annotate, []string{ak},
+					[][]byte{[]byte(`{"schema_version":1,"id":"` + ak + `","dim":` + fmt.Sprint(ds.Dim) + `,"instances":[[1e308` + huge + `]]}`)})
+				e.write(ctx, w, e.topics.Train, []string{tk},
+					[][]byte{[]byte(`{"schema_version":1,"id":"` + tk + `","dim":` + fmt.Sprint(ds.Dim) + `,"instances":[[1e308` + huge + `]],"labels":[0],"classes":` + string(mustJSON(ds.Classes)) + `}`)})
+				wantDead[ak], wantPoison[tk] = wire.ReasonNonFinite, wire.ReasonNonFinite
 			}
 			var key string
 			var raw []byte
