@@ -35,6 +35,7 @@ func commands() []command {
 		}},
 		{"status", "serve the status page: models, live quality, throughput, lag, dead letters, refits", mimlctl.StatusCommand},
 		{"picture", "draw an annotated photo: its regions tinted by their labels, with a legend", mimlctl.PictureCommand},
+		{"passages", "show an annotated document: each passage's label and first words, and an HTML page highlighting them", mimlctl.PassagesCommand},
 	}
 }
 

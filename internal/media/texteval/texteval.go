@@ -14,7 +14,8 @@
 //
 // Overlapping passages (Andrews's windows overlap by half) paint each code
 // point with the label of the covering passage whose centre is nearest
-// (the earlier on a tie), the usual way of stitching overlapping tiles.
+// (the earlier on a tie: text.Paint), the usual way of stitching
+// overlapping tiles.
 //
 // The protocol is the project's: `retrainer eval --data docs.jsonl` builds
 // a Corpus and hands its InstanceScore to eval.Run (eval.Config), so the
@@ -29,7 +30,6 @@ package texteval
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -224,33 +224,6 @@ func majority(labels []int, space []bool) int {
 	return best
 }
 
-// Paint returns the label of each of n code points: that of the covering
-// span whose centre is nearest (the earlier on a tie), -1 where no span
-// covers it.
-func Paint(n int, spans []text.Span, labels []int) []int {
-	out := make([]int, n)
-	dist := make([]int, n) // twice the distance to the painting span's centre
-	for k := range out {
-		out[k], dist[k] = -1, math.MaxInt
-	}
-	for s, sp := range spans {
-		centre2 := sp.Start + sp.End - 1
-		for k := sp.Start; k < sp.End; k++ {
-			if d := abs(2*k - centre2); d < dist[k] {
-				out[k], dist[k] = labels[s], d
-			}
-		}
-	}
-	return out
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // Counts are the scored units of some documents.
 type Counts struct {
 	Passages, PassagesRight int
@@ -276,7 +249,7 @@ func (c *Corpus) Score(i int, labels []int) (Counts, error) {
 	if len(labels) != len(c.Spans[i]) {
 		return Counts{}, fmt.Errorf("document %q: %d labels for %d passages", c.Entries[i].ID, len(labels), len(c.Spans[i]))
 	}
-	painted := Paint(len(c.gt[i]), c.Spans[i], labels)
+	painted := text.Paint(len(c.gt[i]), c.Spans[i], labels)
 	var out Counts
 	for _, p := range c.Entries[i].Passages {
 		y := c.gt[i][p.Start]

@@ -2,7 +2,6 @@ package texteval
 
 import (
 	"context"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -11,47 +10,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
 )
-
-// paintRef is Paint by its definition, one code point at a time: among
-// the spans holding k, the one whose centre (Start+End-1)/2 is nearest,
-// the earliest on a tie.
-func paintRef(n int, spans []text.Span, labels []int) []int {
-	out := make([]int, n)
-	for k := range out {
-		out[k] = -1
-		best := -1.0
-		for s, sp := range spans {
-			if k < sp.Start || k >= sp.End {
-				continue
-			}
-			d := float64(k) - float64(sp.Start+sp.End-1)/2
-			if d < 0 {
-				d = -d
-			}
-			if best < 0 || d < best {
-				out[k], best = labels[s], d
-			}
-		}
-	}
-	return out
-}
-
-func TestPaintMatchesReference(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	for range 2000 {
-		n := 1 + r.IntN(60)
-		var spans []text.Span
-		var labels []int
-		for start := r.IntN(5); start < n; start += 1 + r.IntN(8) {
-			end := min(n, start+1+r.IntN(20))
-			spans = append(spans, text.Span{Start: start, End: end})
-			labels = append(labels, r.IntN(4))
-		}
-		if got, want := Paint(n, spans, labels), paintRef(n, spans, labels); !reflect.DeepEqual(got, want) {
-			t.Fatalf("spans %v labels %v: %v, want %v", spans, labels, got, want)
-		}
-	}
-}
 
 // TestScore: two ground-truth passages of a made-up document scored by
 // hand, through windows that straddle them; then as the ground-truth
