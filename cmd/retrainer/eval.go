@@ -175,7 +175,9 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 			return err
 		}
 		data, cfg.InstanceScore = c.Data, c.InstanceScore
-		kind = tfidf.Weighted(kind)
+		if !strings.HasSuffix(kind.Name, tfidf.Suffix) {
+			kind = tfidf.Weighted(kind)
+		}
 	} else if data, split, err = loadData(f.data, f.split); err != nil {
 		return err
 	}

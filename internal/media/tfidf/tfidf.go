@@ -90,6 +90,9 @@ func (w IDF) Apply(v mil.SparseVec, idf, l2 bool) mil.SparseVec {
 	return out
 }
 
+// Suffix ends the name of a Weighted kind.
+const Suffix = "+tfidf"
+
 // The parameters Weighted adds to the kind it wraps.
 const (
 	ParamIDF = "text_idf"
@@ -101,17 +104,19 @@ const (
 // the model, whose Annotate weights each bag's passages the same way before
 // inner's model sees them. So the IDF comes from the data a model is
 // fitted on, and the stream that featurizes documents holds no vocabulary
-// state. Bags must be sparse (a Featurizer's instances).
+// state. Bags are a text featurizer's sparse passages; dense bags are
+// read as sparse.
 func Weighted(inner models.Kind) models.Kind {
 	// As a registry serves it: the inner kind densifies for itself when it
 	// has no sparse path.
 	inner = models.Wrap(inner)
 	k := inner
-	k.Name = inner.Name + "+tfidf"
+	k.Name = inner.Name + Suffix
 	k.Description = inner.Description + ", on passages weighted by the IDF of its training passages"
 	k.Sparse = true
 	if inner.Params != nil {
-		k.Params = append(slices.Clone(inner.Params),
+		k.Params = slices.Clone(inner.Params)
+		k.Params = append(k.Params,
 			models.ParamSpec{Name: ParamIDF, Type: models.ParamBool, Default: "true", Doc: "weight hashed terms by the IDF of the training passages"},
 			models.ParamSpec{Name: ParamL2, Type: models.ParamBool, Default: "true", Doc: "L2-normalise each passage after weighting"})
 	}
@@ -122,9 +127,6 @@ func Weighted(inner models.Kind) models.Kind {
 		idf, l2, err := weighting(opt.Params)
 		if err != nil {
 			return nil, err
-		}
-		if !train.IsSparse() && train.NumInstances() > 0 {
-			return nil, fmt.Errorf("%w: %s fits on sparse passages (a text featurizer's bags)", models.ErrBadInput, k.Name)
 		}
 		w := weightedModel{name: k.Name, inner: inner, idf: FitIDF(train.Bags), useIDF: idf, l2: l2, params: opt.Params}
 		opt.Params = innerParams(opt.Params)
@@ -212,11 +214,12 @@ func (w *weightedModel) MarshalState() ([]byte, error) {
 }
 
 func (w *weightedModel) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
-	if !b.IsSparse() {
-		return models.Annotation{}, fmt.Errorf("%w: %s annotates sparse passages (a text featurizer's bags)", models.ErrBadInput, w.name)
+	dim := w.model.Meta().Dim
+	if err := b.Validate(dim, 0); err != nil {
+		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
 	}
 	c := *b
-	c.Sparse = w.weigh(b.Sparse)
+	c.Sparse, c.Instances = w.weigh(sparseOf(b)), nil
 	return w.model.Annotate(ctx, &c, mode)
 }
 
@@ -228,11 +231,25 @@ func (w *weightedModel) weigh(vs []mil.SparseVec) []mil.SparseVec {
 	return out
 }
 
+// sparseOf returns b's instances in sparse form: a text featurizer's bags
+// are sparse already; a dense bag (vectors from the sender) is converted,
+// so the kind takes any bag its inner kind would.
+func sparseOf(b *mil.Bag) []mil.SparseVec {
+	if b.Sparse != nil {
+		return b.Sparse
+	}
+	out := make([]mil.SparseVec, len(b.Instances))
+	for i, x := range b.Instances {
+		out[i] = mil.SparseOf(x)
+	}
+	return out
+}
+
 // transform returns d with every passage weighted (bags copied).
 func (w *weightedModel) transform(d *mil.Dataset) *mil.Dataset {
 	out := &mil.Dataset{Name: d.Name, Classes: d.Classes, Dim: d.Dim, Bags: make([]mil.Bag, len(d.Bags))}
 	for i, b := range d.Bags {
-		b.Sparse = w.weigh(b.Sparse)
+		b.Sparse, b.Instances = w.weigh(sparseOf(&b)), nil
 		out.Bags[i] = b
 	}
 	return out

@@ -51,7 +51,7 @@ func TestIDFHandComputed(t *testing.T) {
 
 // TestWeightedRoundTrip fits slr through Weighted on featurized documents:
 // the IDF travels in the model, the encoded model decodes to the same
-// annotations, and dense bags are refused.
+// annotations, and a dense bag annotates as its sparse form.
 func TestWeightedRoundTrip(t *testing.T) {
 	f := text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Paragraphs}, Dim: 256}
 	docs := []struct {
@@ -111,9 +111,15 @@ func TestWeightedRoundTrip(t *testing.T) {
 	if model.Meta().Kind != kind.Name || model.Meta().Params[ParamIDF] != "" && model.Meta().Params[ParamIDF] != "true" {
 		t.Fatalf("meta %+v", model.Meta())
 	}
-	dense := mil.Bag{Instances: [][]float64{make([]float64, 256)}}
-	if _, err := model.Annotate(ctx, &dense, models.Inductive); err == nil {
-		t.Fatal("a dense bag was annotated")
+	// A dense bag is read as its sparse form.
+	dense := mil.Bag{Instances: d.Bags[0].DenseInstances(256)}
+	ad, err := model.Annotate(ctx, &dense, models.Inductive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, _ := model.Annotate(ctx, &d.Bags[0], models.Inductive)
+	if !reflect.DeepEqual(ad, as) {
+		t.Fatalf("dense %+v, sparse %+v", ad, as)
 	}
 	if _, err := m.Fit(ctx, d, models.FitOptions{Params: models.Params{ParamIDF: "maybe"}}); err == nil {
 		t.Fatal("text_idf=maybe accepted")
