@@ -11,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -25,7 +26,8 @@ func TestStartOffsetLatest(t *testing.T) {
 	defer cancel()
 	ds := streamtest.SmallDataset(4)
 	h.publishModel(ds, nil)
-	w := &kafka.Writer{Addr: kafka.TCP(h.brokers...), Topic: h.topics.Annotate, RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{}}
+	w := &kafka.Writer{Addr: kafka.TCP(h.brokers...), Topic: h.topics.Annotate, RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{},
+		BatchTimeout: time.Millisecond}
 	defer w.Close()
 	send := func(id string) {
 		m := wire.NewBagMessage(&ds.Bags[0], ds.Name, ds.Dim, ds.Classes, false)
@@ -46,24 +48,18 @@ func TestStartOffsetLatest(t *testing.T) {
 
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: h.brokers, Topic: h.topics.Annotations, GroupID: fmt.Sprintf("read-%d", time.Now().UnixNano()),
-		StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	go func() {
-		for {
-			m, err := r.ReadMessage(rctx)
-			if err != nil {
-				return
-			}
+		_ = kafkaio.Tail(rctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
 			var ann wire.AnnotationMessage
 			if json.Unmarshal(m.Value, &ann) == nil {
 				mu.Lock()
 				seen[ann.BagID] = true
 				mu.Unlock()
 			}
-		}
+			return nil
+		})
 	}()
 	// The group's partitions start where they are when it is assigned
 	// them: new bags go on until every partition has shown one annotated.
@@ -80,6 +76,7 @@ func TestStartOffsetLatest(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; count("new-") < 10; i++ {
+
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d new bags annotated", count("new-"))
 		}
