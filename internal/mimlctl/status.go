@@ -26,7 +26,10 @@ metrics), the annotators' throughput and lag per partition (the bags topic's
 end offsets against the consumer group's committed offsets), dead letters by
 reason (read from the dead-letter topic), the retrainer's refit history
 (its /refits), and the live quality of each model version over time with the
-shadow candidates' verdicts (read from Redis). The page updates itself; /api/status is its JSON, /metrics
+shadow candidates' verdicts (read from Redis), and the latest annotated
+photos (regions tinted by label, scores on hover) and documents (passages
+highlighted by label), read from the annotations topic, their media from
+--media-root. The page updates itself; /api/status is its JSON, /metrics
 the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Stderr)
 	k := service.DefaultKafka()
 	k.Create = false
@@ -41,6 +44,8 @@ the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Std
 	retrainer := fs.String("retrainer", "", "base `URL` of the retrainer's HTTP listener, for its refit history (empty: none)")
 	interval := fs.Duration("interval", 2*time.Second, "how often Redis, Kafka and the retrainer are read")
 	history := fs.Int("history", 300, "polls kept for the plots")
+	mediaRoot := fs.String("media-root", "", "`folder` the annotated photos and documents are read from for the gallery (their media URIs are relative to it; inline documents are found in its *.jsonl manifests; empty: the gallery lists annotations without their media)")
+	galleryN := fs.Int("gallery", status.DefaultGallery, "latest annotated photos and documents shown")
 	if err := service.ParseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,8 +55,8 @@ the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Std
 			return cli.Usagef("--retrainer %q: want an http:// or https:// URL", *retrainer)
 		}
 	}
-	if *interval <= 0 || *history <= 0 {
-		return cli.Usagef("--interval and --history must be positive")
+	if *interval <= 0 || *history <= 0 || *galleryN <= 0 {
+		return cli.Usagef("--interval, --history and --gallery must be positive")
 	}
 	if *listen == "" {
 		return cli.Usagef("--listen is required")
@@ -79,7 +84,7 @@ the lag per partition for Prometheus, /healthz and /readyz the probes.`, env.Std
 	c, err := status.NewCollector(status.Config{
 		Registry: featurestore.NewRegistry(rdb, rc.RegistryPrefix), Kafka: kafkaview.New(k.Brokers, conn),
 		Topics: k.Topics, Group: *group, Retrainer: strings.TrimRight(*retrainer, "/"), Interval: *interval, History: *history, Log: log,
-		Quality: quality.NewStore(rdb, rc.RegistryPrefix, 0, 0),
+		Quality: quality.NewStore(rdb, rc.RegistryPrefix, 0, 0), MediaRoot: *mediaRoot, Gallery: *galleryN,
 	})
 	if err != nil {
 		return err

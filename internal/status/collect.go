@@ -68,6 +68,14 @@ type Config struct {
 	// time since LiveSince (default 6 h), and the shadow verdicts.
 	Quality   Quality
 	LiveSince time.Duration
+	// MediaRoot is the folder the annotated photos and documents are read
+	// from for the gallery (their media URIs are relative to it; documents
+	// sent inline are found in its *.jsonl manifests by their SHA-256);
+	// empty: the gallery lists the annotations without their media.
+	// Gallery is how many of the latest media annotations it keeps
+	// (default DefaultGallery), read from the annotations topic.
+	MediaRoot string
+	Gallery   int
 	HTTP      *http.Client
 	Log       *slog.Logger
 }
@@ -142,8 +150,12 @@ type Snapshot struct {
 	// Verdicts the latest shadow candidate decisions (newest first).
 	Live     []LiveVersion     `json:"live"`
 	Verdicts []quality.Verdict `json:"verdicts"`
+	// Gallery holds the latest annotated photos and documents, newest
+	// first.
+	Gallery []GalleryItem `json:"gallery"`
 	// Errors holds the last failure of each source ("registry", "kafka",
-	// "dead-letters", "retrainer") that has not recovered since.
+	// "dead-letters", "annotations", "retrainer") that has not recovered
+	// since.
 	Errors map[string]string `json:"errors,omitempty"`
 }
 
@@ -151,6 +163,7 @@ type Snapshot struct {
 // history of samples.
 type Collector struct {
 	cfg Config
+	gal *gallery
 
 	mu      sync.Mutex
 	seq     int64
@@ -192,7 +205,7 @@ func NewCollector(cfg Config) (*Collector, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{cfg: cfg, errs: map[string]string{},
+	return &Collector{cfg: cfg, errs: map[string]string{}, gal: newGallery(cfg.MediaRoot, cfg.Gallery),
 		dead: DeadLetters{ByReason: map[string]int64{}, ByStage: map[string]int64{}}}, nil
 }
 
@@ -201,32 +214,40 @@ func NewCollector(cfg Config) (*Collector, error) {
 // the next poll; Run itself fails only if the dead-letter reader does
 // something other than stop with ctx.
 func (c *Collector) Run(ctx context.Context) error {
-	dl := make(chan error, 1)
-	go func() { dl <- c.countDeadLetters(ctx) }()
+	dl := make(chan error, 2)
+	go func() { dl <- c.follow(ctx, "dead-letters", c.cfg.Topics.DeadLetter, c.addDeadLetter) }()
+	go func() {
+		if c.cfg.Topics.Annotations == "" {
+			dl <- nil
+			return
+		}
+		dl <- c.follow(ctx, "annotations", c.cfg.Topics.Annotations, c.gal.add)
+	}()
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	for {
 		c.Poll(ctx)
 		select {
 		case <-ctx.Done():
-			return <-dl
+			return errors.Join(<-dl, <-dl)
 		case <-t.C:
 		}
 	}
 }
 
-// countDeadLetters follows the dead-letter topic from its start, retrying
-// after a failure (the topic may not exist yet).
-func (c *Collector) countDeadLetters(ctx context.Context) error {
+// follow reads topic from its start and on, handing each message to add,
+// retrying after a failure (the topic may not exist yet), which is
+// reported as source's.
+func (c *Collector) follow(ctx context.Context, source, topic string, add func([]byte)) error {
 	for {
-		err := c.cfg.Kafka.Read(ctx, c.cfg.Topics.DeadLetter, kafkaview.ReadOptions{Follow: true}, func(m kafka.Message) error {
-			c.addDeadLetter(m.Value)
+		err := c.cfg.Kafka.Read(ctx, topic, kafkaview.ReadOptions{Follow: true}, func(m kafka.Message) error {
+			add(m.Value)
 			return nil
 		})
 		if ctx.Err() != nil {
 			return nil
 		}
-		c.setErr("dead-letters", err)
+		c.setErr(source, err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -435,6 +456,8 @@ func (c *Collector) Ready() bool {
 
 // Snapshot returns the latest state; its slices and maps are copies.
 func (c *Collector) Snapshot() Snapshot {
+	// The gallery may read media files: not under the collector's lock.
+	gal := c.gal.snapshot()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{Seq: c.seq, At: c.at, Group: c.cfg.Group, BagsTopic: c.cfg.Topics.Annotate,
@@ -453,6 +476,7 @@ func (c *Collector) Snapshot() Snapshot {
 	if s.Verdicts == nil {
 		s.Verdicts = []quality.Verdict{}
 	}
+	s.Gallery = gal
 	if n := len(c.samples); n > 0 {
 		last := c.samples[n-1]
 		last.Lag = slices.Clone(last.Lag)
@@ -485,6 +509,9 @@ func clone[V any](m map[string]V) map[string]V {
 // sources names the sources the collector reads.
 func (c *Collector) sources() []string {
 	s := []string{"registry", "kafka", "dead-letters"}
+	if c.cfg.Topics.Annotations != "" {
+		s = append(s, "annotations")
+	}
 	if c.cfg.Retrainer != "" {
 		s = append(s, "retrainer")
 	}

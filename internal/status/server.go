@@ -3,6 +3,7 @@ package status
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -25,6 +26,8 @@ var pageTemplate = template.Must(template.New("page").Parse(pageHTML))
 //	GET /                  the page (it polls /api/status and redraws)
 //	GET /api/status        the latest Snapshot as JSON
 //	GET /plots/NAME.svg    a plot (models, throughput, lag, dead-letters, refits)
+//	GET /gallery/HEX.png   the picture of an annotated photo of the gallery
+//	                       (HEX: its bag id in hex)
 //	GET /metrics           lag and offsets per partition, in the Prometheus format
 //	GET /healthz, /readyz  liveness, and readiness once a poll reached Redis and Kafka
 //
@@ -71,6 +74,27 @@ func Handler(c *Collector, refresh time.Duration, log *slog.Logger) http.Handler
 		w.Header().Set("Content-Type", "image/svg+xml")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(svg)
+	})
+	mux.HandleFunc("GET /gallery/{file}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := bagOfPath(r.PathValue("file"))
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		png, err := c.gal.picture(id)
+		if errors.Is(err, errNotKept) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			log.Warn("status gallery", "bag", id, "err", err)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		// The URL names the bag, its model version and its photo's hash.
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_, _ = w.Write(png)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
