@@ -91,17 +91,7 @@ const soakEnv = "MIMLSTREAM_SOAK"
 // messages processed (an offset tracker or key gate that never forgets, a
 // span or buffer kept per bag) and loss under sustained load.
 func TestSoak(t *testing.T) {
-	if os.Getenv(soakEnv) == "" {
-		t.Skipf("set %s=1 to run the soak (make soak)", soakEnv)
-	}
-	dur := time.Minute
-	if v := os.Getenv("MIMLSTREAM_SOAK_DURATION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dur = d
-	}
+	dur := soakDuration(t)
 	e := newEnv(t)
 	ds, blob := mscv2Model(t)
 	e.promote(blob)
@@ -171,6 +161,24 @@ sampling:
 	}
 	ids, dups := seen.count("soak")
 	t.Logf("all %d bags published annotated (%d annotations redelivered)", ids, dups)
+}
+
+// soakDuration skips a soak unless soakEnv is set, and returns how long
+// it lasts: MIMLSTREAM_SOAK_DURATION, or a minute.
+func soakDuration(t *testing.T) time.Duration {
+	t.Helper()
+	if os.Getenv(soakEnv) == "" {
+		t.Skipf("set %s=1 to run the soak (make soak)", soakEnv)
+	}
+	dur := time.Minute
+	if v := os.Getenv("MIMLSTREAM_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dur = d
+	}
+	return dur
 }
 
 // ingest runs `ingest --jsonl -` as a process fed by feed, at rate bags/s
