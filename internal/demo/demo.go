@@ -58,7 +58,12 @@ func Run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 Runs the streaming annotation service end to end in one process: embedded
 broker, Redis (in-process unless --redis or $REDIS_URL), ingest of a dataset
 with part of it labeled, the retrainer and two annotators, printing live
-progress and a summary.`, stderr)
+progress and a summary.
+
+With --media it streams photos instead (the MSRC v2 development photos by
+default): the ingest segments and featurizes them, the annotators label
+every region, the summary scores the regions against the ground truth, and
+a few annotated photos are drawn as PNGs into --pictures.`, stderr)
 	var c config
 	fs.StringVar(&c.data, "data", "testdata/mscv2/MSCV2.mat", "dataset `file` to stream (needs instance labels for the accuracy)")
 	fs.StringVar(&c.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis `address` or URL (default $REDIS_URL; empty: in-process Redis)")
@@ -74,11 +79,24 @@ progress and a summary.`, stderr)
 	fs.IntVar(&c.rounds, "rounds", 2, "stream the dataset this many times (as new bag ids), so later rounds meet retrained models")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&c.verbose, "verbose", false, "show the services' logs")
+	media := fs.Bool("media", false, "stream photos instead of --data: segmented and featurized by the ingest, annotated region by region, a few drawn as PNGs (--pictures)")
+	var mc mediaConfig
+	fs.StringVar(&mc.photos, "media-data", DevPhotos, "with --media: photo manifest (JSON lines naming an \"image\") or its `folder` (its bags.jsonl); a relative path is taken from the repository's root")
+	fs.StringVar(&mc.pictures, "pictures", filepath.Join(os.TempDir(), "mimlstream-demo-media"), "with --media: `folder` the annotated pictures are written to")
+	fs.IntVar(&mc.drawn, "draw", 6, "with --media: annotated photos drawn into --pictures (0: none)")
+	fs.IntVar(&mc.limit, "limit", 0, "with --media: stream only the first `n` photos of the manifest (0: all)")
+	fs.StringVar(&mc.statusListen, "status-listen", "", "with --media: serve the status page, with its gallery of annotated photos, on this `address` during the run and after it until interrupted (empty: none)")
 	if err := service.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if *media {
+		if c.kind == "orlr" {
+			c.params = append(cli.StringList{"iters=20", "msteps=10"}, c.params...)
+		}
+		return runMedia(ctx, kinds, stdout, stderr, c, mc)
+	}
 	return run(ctx, kinds, stdout, stderr, c)
 }
 
