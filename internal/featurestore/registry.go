@@ -189,6 +189,12 @@ func (r *Registry) historyKey() string          { return r.base + ":history" }
 // the new current version.
 func (r *Registry) Channel() string { return r.base + ":events" }
 
+// CandidateChannel is the pub/sub channel on which SetCandidate and
+// ClearCandidate announce the candidate alias's new value ("" when
+// cleared), so that annotators take a candidate set by hand into shadow at
+// once instead of at their next poll.
+func (r *Registry) CandidateChannel() string { return r.base + ":candidate-events" }
+
 // putScript writes a version's blob and metadata only if neither exists,
 // and indexes it, as one atomic step: a reset counter or a concurrent
 // writer can never overwrite a stored version.
@@ -629,6 +635,8 @@ func (r *Registry) SetCandidate(ctx context.Context, version string) error {
 	if err != nil {
 		return fmt.Errorf("set candidate %s: %w", version, err)
 	}
+	// At most once, like every notification: the followers also poll.
+	r.rdb.Publish(ctx, r.CandidateChannel(), version)
 	return nil
 }
 
@@ -651,6 +659,7 @@ func (r *Registry) ClearCandidate(ctx context.Context, version string) error {
 	if n == 0 {
 		return fmt.Errorf("clear candidate %s: %w", version, ErrNotCandidate)
 	}
+	r.rdb.Publish(ctx, r.CandidateChannel(), "")
 	return nil
 }
 
@@ -824,10 +833,21 @@ func (r *Registry) History(ctx context.Context) ([]string, error) {
 // disconnected misses messages), so a consumer should also reconcile with
 // Current from time to time and on start.
 func (r *Registry) Subscribe(ctx context.Context) (<-chan string, error) {
-	ps := r.rdb.Subscribe(ctx, r.Channel())
+	return r.subscribe(ctx, r.Channel())
+}
+
+// SubscribeCandidate returns the candidate alias's values as SetCandidate
+// and ClearCandidate announce them ("" when cleared), with Subscribe's
+// at-most-once delivery.
+func (r *Registry) SubscribeCandidate(ctx context.Context) (<-chan string, error) {
+	return r.subscribe(ctx, r.CandidateChannel())
+}
+
+func (r *Registry) subscribe(ctx context.Context, channel string) (<-chan string, error) {
+	ps := r.rdb.Subscribe(ctx, channel)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
-		return nil, fmt.Errorf("subscribe %s: %w", r.Channel(), err)
+		return nil, fmt.Errorf("subscribe %s: %w", channel, err)
 	}
 	msgs := ps.Channel()
 	out := make(chan string, 16)

@@ -456,7 +456,18 @@ func (a *Annotator) readiness() (bool, string) {
 	if refusedLine != "" {
 		msg += "\n" + refusedLine + "; serving " + a.ModelVersion()
 	}
+	if s, ok := a.cfg.Quality.(shadowReporter); ok {
+		if v := s.Shadow(); v != "" {
+			msg += "\nshadow candidate " + v + ": scored beside " + a.ModelVersion() + " on the labeled bags"
+		}
+	}
 	return true, msg
+}
+
+// shadowReporter is a LiveScorer that runs a candidate in shadow
+// (quality.Tracker does); /readyz names the candidate.
+type shadowReporter interface {
+	Shadow() string
 }
 
 // Handler serves /healthz, /readyz and, when metrics is non-nil, /metrics.

@@ -42,6 +42,9 @@ type pipeline struct {
 	kinds   *models.Registry
 	tracker *quality.Tracker
 	metrics http.Handler
+	// interval is the tracker's (50 ms unless set before run).
+	interval time.Duration
+	annot    *annotate.Annotator
 }
 
 func newPipeline(t *testing.T) *pipeline {
@@ -87,8 +90,11 @@ func (p *pipeline) run(rate float64, policy *quality.Policy) {
 	prov, _ := telemetrytest.NewProviders()
 	p.metrics = prov.MetricsHandler
 	obs := service.Observability{Logger: streamtest.Logger(p.t), Meter: prov.Meter}
+	if p.interval == 0 {
+		p.interval = 50 * time.Millisecond
+	}
 	tr, err := quality.New(quality.Config{Store: p.store, Registry: p.reg, Kinds: p.kinds, SampleRate: rate,
-		Interval: 50 * time.Millisecond, Policy: policy, Obs: obs})
+		Interval: p.interval, Policy: policy, Obs: obs})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -98,6 +104,7 @@ func (p *pipeline) run(rate float64, policy *quality.Policy) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	p.annot = a
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -355,4 +362,37 @@ func waitVerdict(t *testing.T, p *pipeline) quality.Verdict {
 		t.Errorf("%d verdicts, want 1: %+v", len(vs), vs)
 	}
 	return vs[0]
+}
+
+// TestCandidateSetByHandTakenAtOnce: a candidate set by hand (mimlctl
+// models candidate) is announced on the registry's candidate channel, so
+// the tracker takes it into shadow at once rather than at its next round
+// (a minute here), and /readyz names it.
+func TestCandidateSetByHandTakenAtOnce(t *testing.T) {
+	p := newPipeline(t)
+	ds := streamtest.SmallDataset(20)
+	v1, _ := p.put(ds, nil)
+	if err := p.reg.Promote(t.Context(), v1); err != nil {
+		t.Fatal(err)
+	}
+	v2, _ := p.put(ds, models.Params{"note": "second"})
+	p.interval = time.Minute
+	p.run(1, nil)
+	streamtest.WaitFor(t, 10*time.Second, "annotator serving v1", func() bool { return p.annot.ModelVersion() == v1 })
+	if err := p.reg.SetCandidate(t.Context(), v2); err != nil {
+		t.Fatal(err)
+	}
+	d := streamtest.WaitFor(t, 5*time.Second, "the candidate in shadow", func() bool { return p.tracker.Shadow() == v2 })
+	t.Logf("candidate %s set by hand taken into shadow after %v (tracker round: 1 min)", v2, d)
+	body := ""
+	streamtest.WaitExplained(t, 10*time.Second, 20*time.Millisecond, func() bool {
+		rr := httptest.NewRecorder()
+		p.annot.Handler(nil).ServeHTTP(rr, httptest.NewRequest("GET", "/readyz", nil))
+		body = rr.Body.String()
+		return rr.Code == http.StatusOK && strings.Contains(body, "shadow candidate "+v2)
+	}, func() string { return "/readyz naming the candidate; last:\n" + body })
+	if err := p.reg.ClearCandidate(t.Context(), v2); err != nil {
+		t.Fatal(err)
+	}
+	streamtest.WaitFor(t, 5*time.Second, "the candidate out of shadow", func() bool { return p.tracker.Shadow() == "" })
 }

@@ -30,6 +30,14 @@ type Registry interface {
 
 var _ Registry = (*featurestore.Registry)(nil)
 
+// candidateSubscriber is a Registry that announces candidate changes
+// (featurestore.Registry does); a Tracker over one follows them at once.
+type candidateSubscriber interface {
+	SubscribeCandidate(ctx context.Context) (<-chan string, error)
+}
+
+var _ candidateSubscriber = (*featurestore.Registry)(nil)
+
 // Config configures a Tracker.
 type Config struct {
 	Store    *Store
@@ -239,9 +247,27 @@ func (t *Tracker) Shadow() string {
 func (t *Tracker) Run(ctx context.Context) error {
 	tick := time.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
+	// A candidate set by hand is taken into shadow when announced, not at
+	// the next tick; the ticks still follow it when a note is lost.
+	var notes <-chan string
+	if cs, ok := t.cfg.Registry.(candidateSubscriber); ok {
+		if ch, err := cs.SubscribeCandidate(ctx); err == nil {
+			notes = ch
+		} else {
+			t.log.Warn("candidate notifications unavailable; following the candidate every interval", "err", err)
+		}
+	}
 	t.Step(ctx)
 	for {
 		select {
+		case _, ok := <-notes:
+			if !ok {
+				notes = nil
+				continue
+			}
+			if err := t.followCandidate(ctx); err != nil {
+				t.log.Warn("live quality: candidate not followed", "err", err)
+			}
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
