@@ -1,7 +1,7 @@
 # The README's two commands: `make demo` runs the main job, `make test` the tests.
 GO ?= go
 
-.PHONY: test vet bench soak demo build mutate chaos status-screenshot compare-misvm kafka
+.PHONY: test vet bench soak demo demo-media build mutate chaos status-screenshot compare-misvm kafka
 # The real-Kafka suite (internal/e2e TestRealKafka*, docs/kafka.md) needs
 # java and mvn; without them it is skipped, said here in one line, and
 # under CI=true it fails instead.
@@ -29,6 +29,11 @@ build:
 # two annotators, with live progress and a summary.
 demo:
 	$(GO) run ./cmd/demo
+
+# The media demo: the MSRC v2 development photos (../shared/data/media/msrc_v2_dev; MEDIA=DIR for others) segmented, streamed, annotated region by region, a few drawn as PNGs (the summary says where), with the status page's gallery on 127.0.0.1:8091 until Ctrl-C.
+MEDIA ?= ../shared/data/media/msrc_v2_dev
+demo-media:
+	$(GO) run ./cmd/demo --media --media-data $(MEDIA) --status-listen 127.0.0.1:8091
 
 # End-to-end throughput on loopback next to its ceilings: the raw kafka-go
 # produce rate of the same messages on the same broker and the annotate
@@ -63,9 +68,10 @@ soak:
 	MIMLSTREAM_SOAK=1 $(GO) test -count=1 -run TestSoak -v -timeout 30m ./internal/e2e/
 
 # The status page rendered in headless Chromium with real data, saved as the
-# README's screenshot.
+# README's screenshot, and its gallery of annotated media close up.
 status-screenshot:
-	MIMLSTREAM_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run TestStatusPageInChromium ./internal/status/
+	MIMLSTREAM_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png MIMLSTREAM_STATUS_GALLERY_SCREENSHOT=$(CURDIR)/docs/status-gallery.png \
+		$(GO) test -count=1 -run 'TestStatusPageInChromium|TestStatusGalleryInChromium' ./internal/status/
 
 # Mutation testing of the core packages: gremlins (pinned in the script)
 # and the hand mutations of docs/mutations.txt; how to read the output and

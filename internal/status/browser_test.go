@@ -111,8 +111,13 @@ func TestStatusPageInChromium(t *testing.T) {
 	go func() { runs <- an.Run(ctx) }()
 	go func() { runs <- rt.Run(ctx) }()
 
+	// Beside the vector bags' annotations, those of photos and documents
+	// (as TestStatusGalleryInChromium checks them), for the gallery.
+	media := mediaAnnotations(t)
+	publishAnnotations(t, brokers, topics.Annotations, media.annotations)
 	c, err := status.NewCollector(status.Config{Registry: reg, Kafka: kafkaview.New(brokers, kafkasec.Conn{}), Topics: topics,
-		Group: acfg.Group, Retrainer: retrainerHTTP.URL, Interval: 250 * time.Millisecond, Quality: quality.NewStore(rdb, prefix+":models", time.Second, 0)})
+		Group: acfg.Group, Retrainer: retrainerHTTP.URL, Interval: 250 * time.Millisecond, Quality: quality.NewStore(rdb, prefix+":models", time.Second, 0),
+		MediaRoot: media.root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +225,12 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if len(plots) != 6 {
 		t.Errorf("plots %v, want 6", plots)
+	}
+	// The gallery: the photos under the media root drawn.
+	if _, err := chromedp.Run(within(20*time.Second), chromedp.Poll[bool](fmt.Sprintf(
+		`(() => { const imgs = [...document.querySelectorAll("#photos img")];
+		  return imgs.length === %d && imgs.every(i => i.complete && i.naturalWidth > 0) })()`, len(media.photos)))); err != nil {
+		t.Errorf("the gallery's %d photos did not load: %v", len(media.photos), err)
 	}
 
 	// A promotion made now reaches the open page without a reload.

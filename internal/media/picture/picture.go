@@ -134,7 +134,10 @@ func clip(s string) string {
 }
 
 func className(classes []string, c int) string {
-	if c < 0 || c >= len(classes) {
+	if c < 0 {
+		return "no label" // drawn grey (Colour)
+	}
+	if c >= len(classes) {
 		return fmt.Sprintf("class %d", c)
 	}
 	return classes[c]
