@@ -240,13 +240,23 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	ingestDone, finished := false, false
+	var annotatedAt time.Time
 	for !finished && gctx.Err() == nil {
 		select {
 		case <-ingested:
 			ingestDone, ingested = true, nil
 		case <-tick.C:
 			prog.printLine(stdout, time.Since(start), anns)
-			finished = ingestDone && prog.done()
+			if ingestDone && prog.done() && annotatedAt.IsZero() {
+				annotatedAt = time.Now()
+			}
+			// The summary lists the refits of every labeled bag: the
+			// retrainer, slower than the annotators on a loaded machine,
+			// is given until its window holds them all (its refits run
+			// before it reads on, so those the data called for are done),
+			// or retrainerGrace if some were refused.
+			finished = !annotatedAt.IsZero() &&
+				(rt.Retrainer().Len() >= pub.Stats().Labeled || time.Since(annotatedAt) > retrainerGrace)
 		case <-gctx.Done():
 		}
 	}
@@ -263,6 +273,10 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	}
 	return err
 }
+
+// retrainerGrace bounds how long the demo waits, once every bag is
+// annotated, for the retrainer to read the last labeled ones.
+const retrainerGrace = 15 * time.Second
 
 // liveSummary prints the annotators' live quality of each version, read
 // from Redis as any instance or the status page reads it.
