@@ -44,7 +44,9 @@ func TestFeatureCacheWithKernelORLR(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := e.tail(ctx)
-	e.startAnnotator("a1", annotatorOpts{})
+	// A cache timeout for a loaded test machine: this test is about what
+	// the cache holds, not about how long a Redis call may take.
+	e.startAnnotator("a1", annotatorOpts{extra: []string{"--cache-timeout", "5s"}})
 	pub := e.publisher(0.5)
 	if _, err := pub.PublishDataset(ctx, sub, sub.Bags); err != nil {
 		t.Fatal(err)
