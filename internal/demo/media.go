@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -324,6 +325,15 @@ func stagePhotos(lines []photobag.Line, dir string, rounds int) (staged, error) 
 	return s, nil
 }
 
+// versionOrder compares display versions as the registry numbers them
+// (v2 before v10).
+func versionOrder(a, b string) int {
+	if len(a) != len(b) {
+		return cmp.Compare(len(a), len(b))
+	}
+	return cmp.Compare(a, b)
+}
+
 // originalID is the id of a photo before its replay ("r2/ID" is ID).
 func originalID(id string) string {
 	if rest, ok := strings.CutPrefix(id, "r"); ok {
@@ -500,13 +510,18 @@ func (p *mediaProgress) draw(w io.Writer, dir, out string, n int) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	// One picture a photo: its latest annotation (of a later round, by a
-	// later model), photos in id order.
+	// One picture a photo: its annotation by the latest model version
+	// (the latest annotation among those), photos in id order.
 	latest := map[string]string{}
 	p.mu.Lock()
 	for id, a := range p.seen {
 		o := originalID(id)
-		if cur, ok := latest[o]; !ok || a.AnnotatedAt.After(p.seen[cur].AnnotatedAt) {
+		cur, ok := latest[o]
+		if !ok {
+			latest[o] = id
+			continue
+		}
+		if c := versionOrder(a.ModelVersion, p.seen[cur].ModelVersion); c > 0 || (c == 0 && a.AnnotatedAt.After(p.seen[cur].AnnotatedAt)) {
 			latest[o] = id
 		}
 	}

@@ -153,3 +153,21 @@ func TestMediaSummary(t *testing.T) {
 		}
 	}
 }
+
+func TestOriginalID(t *testing.T) {
+	for _, c := range []struct{ id, want string }{
+		{"msrc_1_1_s", "msrc_1_1_s"},
+		{"r2/msrc_1_1_s", "msrc_1_1_s"},
+		{"r10/a/b", "a/b"},
+		{"rx/a", "rx/a"},
+		{"r/a", "r/a"},
+		{"road.jpg", "road.jpg"},
+	} {
+		if got := originalID(c.id); got != c.want {
+			t.Errorf("originalID(%q) = %q, want %q", c.id, got, c.want)
+		}
+	}
+	if versionOrder("v10", "v9") <= 0 || versionOrder("v2", "v3") >= 0 || versionOrder("v4", "v4") != 0 {
+		t.Error("versionOrder does not order v2 < v3 < v9 < v10")
+	}
+}

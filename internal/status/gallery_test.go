@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +99,49 @@ func TestGalleryKeepsLatest(t *testing.T) {
 	}
 	if want := []string{"b3@v2", "b4@v1", "b2@v1"}; !slices.Equal(got, want) {
 		t.Errorf("gallery %v, want %v", got, want)
+	}
+}
+
+// TestGalleryReadsUnderRootOnly: a document is read from the media root
+// only by a local name and only when its bytes are the ones annotated; a
+// document sent inline is found in the root's manifests by its hash.
+func TestGalleryReadsUnderRootOnly(t *testing.T) {
+	root := t.TempDir()
+	doc := "naïve café\nsecond line"
+	if err := os.WriteFile(filepath.Join(root, "d.txt"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(map[string]string{"id": "inline-1", "text": doc + "!"})
+	if err := os.WriteFile(filepath.Join(root, "docs.jsonl"), append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newGallery(root, 4)
+	ann := func(uri, text string) *wire.AnnotationMessage {
+		md := media.Identify([]byte(text), uri, "text/plain; charset=utf-8")
+		return &wire.AnnotationMessage{BagID: "b" + uri, ModelVersion: "v1", Media: &md, InstanceLabels: []int{0}, Classes: []string{"x"},
+			Regions: []media.Region{{Span: &media.Span{Start: 0, End: 5}}}}
+	}
+	for _, c := range []struct {
+		a       *wire.AnnotationMessage
+		want    string
+		wantErr string
+	}{
+		{ann("d.txt", doc), doc, ""},
+		{ann("", doc+"!"), doc + "!", ""},
+		{ann("d.txt", "another text"), "", "not the one annotated"},
+		{ann("../d.txt", doc), "", "not a file name under the media root"},
+		{ann("/etc/passwd", doc), "", "not a file name under the media root"},
+		{ann("", "sent inline, in no manifest"), "", "in no manifest"},
+	} {
+		got, err := g.text(c.a)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: error %v, want one saying %q", c.a.Media.URI, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: %q, %v; want %q", c.a.Media.URI, got, err, c.want)
+		}
 	}
 }
