@@ -450,16 +450,18 @@ func (p *mediaProgress) printLine(w io.Writer, elapsed time.Duration, total int,
 // retrainer eval reports it) per mode when the manifest has them.
 func (p *mediaProgress) summary(ctx context.Context, w io.Writer, elapsed time.Duration, st ingest.IngestStats, manifest string, refits []retrain.RefitResult) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	seen := maps.Clone(p.seen)
+	dups, dead, versions := p.dups, p.dead, p.versionList()
+	p.mu.Unlock() // not held while the truth is built: the tails go on
 	regions := 0
-	for _, a := range p.seen {
+	for _, a := range seen {
 		regions += len(a.Regions)
 	}
 	fmt.Fprintf(w, "\nsummary after %v\n", elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  ingested   %d photos (%d labeled, sent to training too)\n", st.Published, st.Labeled)
 	fmt.Fprintf(w, "  annotated  %d distinct photos, %d regions (%.1f a photo; %d redelivered duplicates dropped by id), %d dead letters\n",
-		len(p.seen), regions, float64(regions)/float64(max(len(p.seen), 1)), p.dups, p.dead)
-	fmt.Fprintf(w, "  photos per model version: %s\n", p.versionList())
+		len(seen), regions, float64(regions)/float64(max(len(seen), 1)), dups, dead)
+	fmt.Fprintf(w, "  photos per model version: %s\n", versions)
 	for _, r := range refits {
 		promoted := "kept current"
 		if r.Promoted {
@@ -480,8 +482,8 @@ func (p *mediaProgress) summary(ctx context.Context, w io.Writer, elapsed time.D
 	for _, mode := range []string{string(models.Inductive), string(models.Transductive)} {
 		var bags []*mil.Bag
 		var preds []measure.Prediction
-		for _, id := range slices.Sorted(maps.Keys(p.seen)) {
-			a := p.seen[id]
+		for _, id := range slices.Sorted(maps.Keys(seen)) {
+			a := seen[id]
 			if a.Mode != mode {
 				continue
 			}
