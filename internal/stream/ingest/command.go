@@ -178,12 +178,14 @@ rejected lines) the line to resend from. 415: not a JSON content type. With
 --auth-token-file it requires "Authorization: Bearer TOKEN"; GET /healthz
 needs no token.
 
-POST /media takes one photo a request, under the same token and bounds: the
-body is the image (Content-Type image/png, image/jpeg, image/bmp or
-image/webp, at most 16 MiB), the query names it (id, default its SHA-256;
-uri), and labels=a,b with classes=a,b,c label it over a vocabulary. 200: its
-bag published; 422: refused with its reason (media: corrupt, unsupported or a
-decompression bomb; vocabulary) and dead-lettered; 415: not an image.`, env.Stderr)
+POST /media takes one photo or document a request, under the same token and
+bounds: the body is the image (Content-Type image/png, image/jpeg, image/bmp
+or image/webp, at most 16 MiB) or the text (text/plain, UTF-8, cut into
+passages as --data does), the query names it (id, default its SHA-256; uri),
+and labels=a,b with classes=a,b,c label it over a vocabulary. 200: its bag
+published; 422: refused with its reason (media: corrupt, unsupported, a
+decompression bomb or not UTF-8; vocabulary) and dead-lettered; 415: neither
+an image nor text.`, env.Stderr)
 	cfg := DefaultConfig()
 	cfg.register(fs)
 	if err := service.ParseFlags(fs, args); err != nil {
