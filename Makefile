@@ -28,12 +28,16 @@ build:
 # REDIS_URL), MSCV2 streamed with half its bags labeled, the retrainer and
 # two annotators, with live progress and a summary.
 demo:
-	$(GO) run ./cmd/demo
+	@echo "make demo: building the demo (the first build on a fresh clone takes a few minutes; later ones seconds)"
+	$(GO) build -o bin/demo ./cmd/demo
+	bin/demo
 
 # The media demo: the MSRC v2 development photos (../shared/data/media/msrc_v2_dev; MEDIA=DIR for others) segmented, streamed, annotated region by region, a few drawn as PNGs (the summary says where), with the status page's gallery on 127.0.0.1:8091 until Ctrl-C.
 MEDIA ?= ../shared/data/media/msrc_v2_dev
 demo-media:
-	$(GO) run ./cmd/demo --media --media-data $(MEDIA) --status-listen 127.0.0.1:8091
+	@echo "make demo-media: building the demo (the first build on a fresh clone takes a few minutes)"
+	$(GO) build -o bin/demo ./cmd/demo
+	bin/demo --media --media-data $(MEDIA) --status-listen 127.0.0.1:8091
 
 # End-to-end throughput on loopback next to its ceilings: the raw kafka-go
 # produce rate of the same messages on the same broker and the annotate
