@@ -667,10 +667,7 @@ func (a *Annotator) writeOutputs(ctx context.Context, w *kafkaio.Producer, batch
 				a.cfg.Obs.Logger.Error("dead letter refused by the broker; dropped", "key", string(in.Key), "partition", in.Partition, "offset", in.Offset, "err", rf.Err)
 				continue
 			}
-			reason := wire.ReasonProduceRefused
-			if errors.Is(rf.Err, kafka.MessageSizeTooLarge) {
-				reason = wire.ReasonOversize
-			}
+			reason := rf.Reason()
 			a.cfg.Obs.Logger.Warn("output refused by the broker; dead-lettering its input", "topic", o.msg.Topic, "key", string(in.Key),
 				"partition", in.Partition, "offset", in.Offset, "reason", reason, "err", rf.Err)
 			o.dead, o.reason = true, reason

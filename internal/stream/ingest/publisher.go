@@ -439,10 +439,7 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, format wire.Form
 			continue
 		}
 		gone[i] = true
-		reason := wire.ReasonProduceRefused
-		if errors.Is(r.Err, kafka.MessageSizeTooLarge) {
-			reason = wire.ReasonOversize
-		}
+		reason := r.Reason()
 		rerr := wire.Reject(reason, fmt.Errorf("refused by the broker: %w", r.Err))
 		rejected = append(rejected, Rejection{Index: i, ID: string(out[r.Index].Key), Reason: reason, Error: rerr.Error(), err: rerr})
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
 func TestTransient(t *testing.T) {
@@ -49,6 +51,23 @@ func TestConsumerRefused(t *testing.T) {
 	for _, c := range cases {
 		if got := ConsumerRefused(c.err); got != c.want {
 			t.Errorf("ConsumerRefused(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestRefusedReason(t *testing.T) {
+	cases := []struct {
+		err  error
+		want wire.Reason
+	}{
+		{kafka.MessageSizeTooLarge, wire.ReasonOversize},
+		{fmt.Errorf("write: %w", &TooLargeError{Size: 2, Limit: 1}), wire.ReasonOversize},
+		{kafka.InvalidRecord, wire.ReasonProduceRefused},
+		{kafka.TopicAuthorizationFailed, wire.ReasonProduceRefused},
+	}
+	for _, c := range cases {
+		if got := (Refused{Err: c.err}).Reason(); got != c.want {
+			t.Errorf("Refused{%v}.Reason() = %s, want %s", c.err, got, c.want)
 		}
 	}
 }

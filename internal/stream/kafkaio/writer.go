@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
+	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
 // NewWriter returns a producer for the pipeline's topics whose produce
@@ -193,6 +194,16 @@ func (e *TooLargeError) Unwrap() error { return kafka.MessageSizeTooLarge }
 type Refused struct {
 	Index int
 	Err   error
+}
+
+// Reason is the dead-letter reason of a refused message, the same at every
+// door: oversize when the broker found it too large, produce_refused for
+// any other refusal.
+func (r Refused) Reason() wire.Reason {
+	if errors.Is(r.Err, kafka.MessageSizeTooLarge) {
+		return wire.ReasonOversize
+	}
+	return wire.ReasonProduceRefused
 }
 
 // refusal reports whether a broker error refuses the records of a request
