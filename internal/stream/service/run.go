@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/mimlstream/mimlstream/internal/httpguard"
 )
 
 // Server is an HTTP listener of a service (health, readiness, metrics, the
@@ -49,7 +51,9 @@ func Run(ctx context.Context, log *slog.Logger, work func(context.Context) error
 			return fmt.Errorf("listen %s: %w", s.Addr, err)
 		}
 		log.Info("http listening", "addr", ln.Addr().String())
-		bound = append(bound, boundServer{ln: ln, srv: &http.Server{Handler: s.Handler, ReadHeaderTimeout: 5 * time.Second}})
+		// The same timeouts as every server of the project: a client that
+		// trickles a request to /metrics is cut off like one to /bags.
+		bound = append(bound, boundServer{ln: ln, srv: httpguard.DefaultTimeouts().Server("", s.Handler)})
 	}
 	return runGroup(ctx, log, work, bound)
 }
