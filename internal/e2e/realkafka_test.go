@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -723,53 +722,4 @@ func leaderOfMost(t *testing.T, brokers []string, topic string) int {
 	}
 	t.Fatalf("no broker answered for %s: %v", topic, last)
 	return -1
-}
-
-// TestRealKafkaTrainingTopicRecreated deletes and recreates the training
-// topic under a running retrainer on Apache Kafka, as an operator resetting
-// a development cluster does: the retrainer's offsets now lie beyond the new
-// topic's end, where kafka-go would wait forever. It must notice, read the
-// new topic from its start and refit on the bags that arrive there.
-func TestRealKafkaTrainingTopicRecreated(t *testing.T) {
-	v := kafkatest.Selected()[0]
-	r := startReal(t, kafkatest.Options{Version: v}, "a1")
-	e, ds, ctx := r.env, r.ds, t.Context()
-	rt := e.spawn("retrainer", "r1", e.retrainerArgs(100, ""))
-	pub := e.publisher(0.5)
-	if rej, err := pub.PublishDataset(ctx, ds, ds.Bags[:300]); err != nil || len(rej) > 0 {
-		t.Fatalf("publish: %v %v", rej, err)
-	}
-	streamtest.WaitEvery(t, 90*time.Second, 100*time.Millisecond, "a first refit", func() bool { return refits(rt) > 0 })
-
-	cl := &kafka.Client{Addr: kafka.TCP(e.brokers...), Timeout: 10 * time.Second}
-	if _, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{e.topics.Train}}); err != nil {
-		t.Fatal(err)
-	}
-	streamtest.WaitEvery(t, 60*time.Second, 100*time.Millisecond, "the training topic gone", func() bool {
-		conn, err := kafka.DialContext(ctx, "tcp", e.brokers[0])
-		if err != nil {
-			return false
-		}
-		defer conn.Close()
-		_, err = conn.ReadPartitions(e.topics.Train)
-		return errors.Is(err, kafka.UnknownTopicOrPartition)
-	})
-	var spec kafkaio.TopicSpec
-	for _, s := range service.DefaultKafka().TopicSpecs() {
-		if s.Name == e.topics.Train {
-			spec = s
-		}
-	}
-	if err := kafkaio.EnsureTopicSpecs(ctx, e.brokers, kafkasec.Conn{}, 4, spec); err != nil {
-		t.Fatal(err)
-	}
-	recreated := time.Now()
-	before := refits(rt)
-	again := passes(&mil.Dataset{Name: ds.Name, Dim: ds.Dim, Classes: ds.Classes, Bags: ds.Bags[300:]}, 1)
-	if rej, err := pub.PublishDataset(ctx, again, again.Bags); err != nil || len(rej) > 0 {
-		t.Fatalf("publish to the recreated topic: %v %v", rej, err)
-	}
-	streamtest.WaitEvery(t, 120*time.Second, 100*time.Millisecond, "a refit on the recreated topic's bags", func() bool { return refits(rt) > before })
-	t.Logf("Apache Kafka %s: training topic deleted and recreated under the retrainer; %d bags published to it; a refit on them %.1f s after the recreation (%d refits in all)",
-		v, len(again.Bags), time.Since(recreated).Seconds(), refits(rt))
 }
