@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -118,16 +119,28 @@ func TestSoak(t *testing.T) {
 
 	// The soak, sampling RSS every 5 s.
 	ing = e.ingest(t, "soak", rate, func(w io.Writer) error { return writePasses(w, ds, "soak", passes) })
-	procs := map[string]*annotator{"annotator": ann, "retrainer": ret, "ingest": ing}
+	samples := sampleRSS(t, ing, dur+5*time.Minute, map[string]*annotator{"annotator": ann, "retrainer": ret, "ingest": ing})
+	seen.wait(t, "soak", passes*len(ds.Bags), 2*time.Minute)
+	checkFlat(t, samples)
+	ids, dups := seen.count("soak")
+	t.Logf("all %d bags published annotated (%d annotations redelivered)", ids, dups)
+}
+
+// sampleRSS samples the RSS of procs every 5 s until ing exits (failing
+// the test if it has not after limit, or failed), keyed by procs' names.
+func sampleRSS(t *testing.T, ing *annotator, limit time.Duration, procs map[string]*annotator) map[string][]int64 {
+	t.Helper()
 	samples := map[string][]int64{}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
-	deadline := time.After(dur + 5*time.Minute)
-sampling:
+	deadline := time.After(limit)
 	for {
 		select {
 		case <-ing.done:
-			break sampling
+			if ing.err != nil {
+				t.Fatalf("ingest: %v\n%s", ing.err, ing.logText())
+			}
+			return samples
 		case <-deadline:
 			t.Fatal("ingest did not finish")
 		case <-tick.C:
@@ -138,17 +151,13 @@ sampling:
 			}
 		}
 	}
-	if ing.err != nil {
-		t.Fatalf("ingest: %v\n%s", ing.err, ing.logText())
-	}
-	seen.wait(t, "soak", passes*len(ds.Bags), 2*time.Minute)
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range samples {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+}
+
+// checkFlat logs each process's RSS samples and fails the test if one's
+// last third grew by more than a quarter (and 64 MiB) over its middle third.
+func checkFlat(t *testing.T, samples map[string][]int64) {
+	t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		s := samples[name]
 		t.Logf("RSS MiB of %-9s every 5 s: %v", name, mib(s))
 		if len(s) < 6 {
@@ -159,8 +168,6 @@ sampling:
 			t.Errorf("%s RSS grew from a median of %d MiB to %d MiB over the soak", name, mid>>10, last>>10)
 		}
 	}
-	ids, dups := seen.count("soak")
-	t.Logf("all %d bags published annotated (%d annotations redelivered)", ids, dups)
 }
 
 // soakDuration skips a soak unless soakEnv is set, and returns how long

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,47 +64,9 @@ func TestSoakLargeBags(t *testing.T) {
 	const rate = 8
 	n := int(rate * dur.Seconds())
 	ing := e.ingest(t, "large", rate, func(w io.Writer) error { return writeLarge(w, ds, "large", n) })
-	procs := map[string]*annotator{"annotator": ann, "retrainer": ret, "ingest": ing}
-	samples := map[string][]int64{}
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	deadline := time.After(dur + 5*time.Minute)
-sampling:
-	for {
-		select {
-		case <-ing.done:
-			break sampling
-		case <-deadline:
-			t.Fatal("ingest did not finish")
-		case <-tick.C:
-			for name, p := range procs {
-				if kb, err := rssKB(p.cmd.Process.Pid); err == nil {
-					samples[name] = append(samples[name], kb)
-				}
-			}
-		}
-	}
-	if ing.err != nil {
-		t.Fatalf("ingest: %v\n%s", ing.err, ing.logText())
-	}
+	samples := sampleRSS(t, ing, dur+5*time.Minute, map[string]*annotator{"annotator": ann, "retrainer": ret, "ingest": ing})
 	seen.wait(t, "large", n, 5*time.Minute)
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range samples {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		s := samples[name]
-		t.Logf("RSS MiB of %-9s every 5 s: %v", name, mib(s))
-		if len(s) < 6 {
-			continue
-		}
-		mid, last := median(s[len(s)/3:2*len(s)/3]), median(s[2*len(s)/3:])
-		if float64(last) > 1.25*float64(mid) && last-mid > 64<<10 {
-			t.Errorf("%s RSS grew from a median of %d MiB to %d MiB over the soak", name, mid>>10, last>>10)
-		}
-	}
+	checkFlat(t, samples)
 	ids, dups := seen.count("large")
 	t.Logf("%d bags of about 0.92 MiB published and annotated (%d annotations redelivered)", ids, dups)
 }
