@@ -31,14 +31,25 @@ func (p *Publisher) PublishPhotos(ctx context.Context, f *imagefeat.Featurizer, 
 	if len(orig) != len(photos) {
 		return nil, fmt.Errorf("publish photos: %d originals for %d photos", len(orig), len(photos))
 	}
-	msgs := make([]*wire.BagMessage, len(photos))
-	errs := make([]error, len(photos))
-	raws := make([][]byte, len(photos))
-	for i, ph := range photos {
+	return p.publishMedia(ctx, orig, func(i int) (*wire.BagMessage, error) {
+		ph := photos[i]
 		if ph.Labels != nil && !p.KeepLabels(ph.ID) {
 			ph.Labels = nil
 		}
-		m, err := p.photoBag(ctx, ph, f, classes, lim)
+		return p.photoBag(ctx, ph, f, classes, lim)
+	}, func(i int) string { return photos[i].ID })
+}
+
+// publishMedia publishes the bags build makes of len(orig) photos or
+// documents, as JSON (the binary encoding has no provenance fields). One
+// that build refuses is rejected with build's error and dead-lettered with
+// orig[i] as its original.
+func (p *Publisher) publishMedia(ctx context.Context, orig [][]byte, build func(i int) (*wire.BagMessage, error), id func(i int) string) ([]Rejection, error) {
+	msgs := make([]*wire.BagMessage, len(orig))
+	errs := make([]error, len(orig))
+	raws := make([][]byte, len(orig))
+	for i := range orig {
+		m, err := build(i)
 		if err == nil {
 			raws[i], err = m.AppendJSON(nil)
 		}
@@ -53,7 +64,7 @@ func (p *Publisher) PublishPhotos(ctx context.Context, f *imagefeat.Featurizer, 
 			return nil, errs[i]
 		}
 		return p.validator.CheckEncoded(msgs[i], len(raws[i]))
-	}, func(i int) string { return photos[i].ID })
+	}, id)
 }
 
 // photoBatch is how many photos are featurized and published at once.

@@ -24,28 +24,12 @@ func (p *Publisher) PublishDocuments(ctx context.Context, f text.Featurizer, cla
 	if len(orig) != len(docs) {
 		return nil, fmt.Errorf("publish documents: %d originals for %d documents", len(orig), len(docs))
 	}
-	msgs := make([]*wire.BagMessage, len(docs))
-	errs := make([]error, len(docs))
-	raws := make([][]byte, len(docs))
-	for i, d := range docs {
+	return p.publishMedia(ctx, orig, func(i int) (*wire.BagMessage, error) {
+		d := docs[i]
 		if d.Labels != nil && !p.KeepLabels(d.ID) {
 			d.Labels = nil
 		}
-		m, err := textbag.Bag(d, f, classes)
-		if err == nil {
-			raws[i], err = m.AppendJSON(nil)
-		}
-		if err != nil {
-			errs[i], raws[i] = err, orig[i]
-			continue
-		}
-		msgs[i] = m
-	}
-	return p.publish(ctx, raws, wire.FormatJSON, false, func(i int) (*wire.BagMessage, error) {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		return p.validator.CheckEncoded(msgs[i], len(raws[i]))
+		return textbag.Bag(d, f, classes)
 	}, func(i int) string { return docs[i].ID })
 }
 
