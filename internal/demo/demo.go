@@ -111,51 +111,13 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 	}
 	ds = replay(ds, c.rounds)
 
-	// The services are built as their commands build them, from the same
-	// configurations with the demo's values where it differs.
-	env := service.Env{Stdout: stdout, Stderr: stderr}
-	kc := service.DefaultKafka()
-	tel := service.DefaultTelemetry()
-	tel.LogLevel = "warn"
-	if c.verbose {
-		tel.LogLevel = "info"
-	}
-	topics := kc.Topics
-	kc.Brokers = c.brokers
-	kc.Security = c.kafkaSec
-	sec, err := c.kafkaSec.Resolve()
-	if err != nil {
-		return cli.Usage(err)
-	}
-	if len(kc.Brokers) == 0 {
-		b, err := broker.Start(broker.Options{Partitions: kc.Partitions, Topics: topics.All()})
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		kc.Brokers = b.Addrs()
-		fmt.Fprintf(stdout, "broker   embedded kfake at %s\n", strings.Join(kc.Brokers, ","))
-	}
-	rc, where, stopRedis, err := startRedis(ctx, c.redisURL)
+	inf, stopInfra, err := c.start(ctx, stdout, stderr, "demo")
 	if err != nil {
 		return err
 	}
-	defer stopRedis()
-	prefix := fmt.Sprintf("demo-%d", time.Now().UnixNano())
-	rc.RegistryPrefix = prefix + ":models"
-	fmt.Fprintf(stdout, "redis    %s (key prefix {%s:*})\n", where, prefix)
-
-	// Signing on, as in production: a fresh key pair for this run; the
-	// retrainer signs every model, the annotators refuse any other.
-	keys, err := os.MkdirTemp("", "mimlstream-demo-keys-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(keys)
-	signingKey, verifyKey, err := writeKeyPair(keys)
-	if err != nil {
-		return err
-	}
+	defer stopInfra()
+	env, kc, tel, topics, sec, rc, prefix := inf.env, inf.kc, inf.tel, inf.kc.Topics, inf.sec, inf.rc, inf.prefix
+	signingKey, verifyKey := inf.signingKey, inf.verifyKey
 	fmt.Fprintf(stdout, "signing  models signed with a fresh Ed25519 key; annotators refuse unsigned or badly signed ones\n")
 
 	rcfg := retrain.DefaultServeConfig()
@@ -277,6 +239,74 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 // retrainerGrace bounds how long the demo waits, once every bag is
 // annotated, for the retrainer to read the last labeled ones.
 const retrainerGrace = 15 * time.Second
+
+// infra is what both demos run on: the services' Kafka and telemetry
+// configurations with the demo's values, a broker (an embedded one unless
+// --brokers names one), Redis under a fresh key prefix, and a fresh
+// signing key pair (signing on, as in production: the retrainer signs
+// every model, the annotators refuse any other).
+type infra struct {
+	env                   service.Env
+	kc                    service.Kafka
+	tel                   service.Telemetry
+	sec                   kafkasec.Conn
+	rc                    redisflag.Config
+	prefix                string
+	signingKey, verifyKey string
+}
+
+// start starts what infra holds, its key prefix named after name; stop
+// undoes it.
+func (c config) start(ctx context.Context, stdout, stderr io.Writer, name string) (in *infra, stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	in = &infra{env: service.Env{Stdout: stdout, Stderr: stderr}, kc: service.DefaultKafka(), tel: service.DefaultTelemetry()}
+	in.tel.LogLevel = "warn"
+	if c.verbose {
+		in.tel.LogLevel = "info"
+	}
+	in.kc.Brokers = c.brokers
+	in.kc.Security = c.kafkaSec
+	if in.sec, err = c.kafkaSec.Resolve(); err != nil {
+		return nil, stop, cli.Usage(err)
+	}
+	if len(in.kc.Brokers) == 0 {
+		b, err := broker.Start(broker.Options{Partitions: in.kc.Partitions, Topics: in.kc.Topics.All()})
+		if err != nil {
+			return nil, stop, err
+		}
+		undo = append(undo, b.Close)
+		in.kc.Brokers = b.Addrs()
+		fmt.Fprintf(stdout, "broker   embedded kfake at %s\n", strings.Join(in.kc.Brokers, ","))
+	}
+	rc, where, stopRedis, err := startRedis(ctx, c.redisURL)
+	if err != nil {
+		return nil, stop, err
+	}
+	undo = append(undo, stopRedis)
+	in.rc = rc
+	in.prefix = fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
+	in.rc.RegistryPrefix = in.prefix + ":models"
+	fmt.Fprintf(stdout, "redis    %s (key prefix {%s:*})\n", where, in.prefix)
+	keys, err := os.MkdirTemp("", "mimlstream-demo-keys-")
+	if err != nil {
+		return nil, stop, err
+	}
+	undo = append(undo, func() { os.RemoveAll(keys) })
+	if in.signingKey, in.verifyKey, err = writeKeyPair(keys); err != nil {
+		return nil, stop, err
+	}
+	return in, stop, nil
+}
 
 // liveSummary prints the annotators' live quality of each version, read
 // from Redis as any instance or the status page reads it.

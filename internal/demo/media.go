@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
-	"github.com/mimlstream/mimlstream/internal/embedded/broker"
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
@@ -39,7 +38,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
-	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
@@ -118,46 +116,13 @@ func runMedia(ctx context.Context, kinds *models.Registry, stdout, stderr io.Wri
 		return err
 	}
 	defer os.RemoveAll(staged.root)
-	env := service.Env{Stdout: stdout, Stderr: stderr}
-	kc := service.DefaultKafka()
-	tel := service.DefaultTelemetry()
-	tel.LogLevel = "warn"
-	if c.verbose {
-		tel.LogLevel = "info"
-	}
-	topics := kc.Topics
-	kc.Brokers = c.brokers
-	kc.Security = c.kafkaSec
-	sec, err := c.kafkaSec.Resolve()
-	if err != nil {
-		return cli.Usage(err)
-	}
-	if len(kc.Brokers) == 0 {
-		b, err := broker.Start(broker.Options{Partitions: kc.Partitions, Topics: topics.All()})
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		kc.Brokers = b.Addrs()
-		fmt.Fprintf(stdout, "broker   embedded kfake at %s\n", strings.Join(kc.Brokers, ","))
-	}
-	rc, where, stopRedis, err := startRedis(ctx, c.redisURL)
+	inf, stopInfra, err := c.start(ctx, stdout, stderr, "demo-media")
 	if err != nil {
 		return err
 	}
-	defer stopRedis()
-	prefix := fmt.Sprintf("demo-media-%d", time.Now().UnixNano())
-	rc.RegistryPrefix = prefix + ":models"
-	fmt.Fprintf(stdout, "redis    %s (key prefix {%s:*})\n", where, prefix)
-	keys, err := os.MkdirTemp("", "mimlstream-demo-keys-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(keys)
-	signingKey, verifyKey, err := writeKeyPair(keys)
-	if err != nil {
-		return err
-	}
+	defer stopInfra()
+	env, kc, tel, topics, sec, rc, prefix := inf.env, inf.kc, inf.tel, inf.kc.Topics, inf.sec, inf.rc, inf.prefix
+	signingKey, verifyKey := inf.signingKey, inf.verifyKey
 
 	rcfg := retrain.DefaultServeConfig()
 	rcfg.Kafka, rcfg.Redis, rcfg.Telemetry, rcfg.Listen = kc, rc, tel, ""
