@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -29,17 +28,7 @@ func TestSIGTERMOfOneOfTwoMembers(t *testing.T) {
 	pub := e.publisher(0.5)
 	published := publishPaced(ctx, pub, ds, 40*time.Millisecond)
 	out.waitIDs(t, len(ds.Bags)/3, 60*time.Second)
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-first.done:
-		if first.err != nil {
-			t.Fatalf("annotator exited with %v after SIGTERM", first.err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("annotator did not exit after SIGTERM")
-	}
+	first.terminate(t, 30*time.Second)
 	stoppedAt, atStop, _ := out.counts()
 	if err := <-published; err != nil {
 		t.Fatal(err)
