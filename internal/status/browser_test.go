@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -37,6 +38,28 @@ const (
 	screenshotEnv = "MIMLSTREAM_STATUS_SCREENSHOT"
 )
 
+// browserAndRedis stops the test unless headless Chromium and the real
+// Redis are there (failing under CI=true), and returns a client of that
+// Redis and a key prefix named after name, whose keys are deleted when the
+// test ends.
+func browserAndRedis(t *testing.T, name string) (redis.UniversalClient, string) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		realpart.Missing(t, "headless Chromium is not installed at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
+	}
+	redisAddr := redistest.Real(t)
+	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
+	if err != nil {
+		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
+	}
+	prefix := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
+	t.Cleanup(func() {
+		streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
+		rdb.Close()
+	})
+	return rdb, prefix
+}
+
 // TestStatusPageInChromium runs the pipeline for real (the embedded broker,
 // the real Redis, ingest, an annotator and a retrainer, MSCV2 bags with a
 // few malformed and wrong-dimension ones), serves the status page, and
@@ -48,19 +71,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pipeline and a browser; skipped with -short")
 	}
-	if _, err := os.Stat(chromium); err != nil {
-		realpart.Missing(t, "headless Chromium is not installed at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
-	}
-	redisAddr := redistest.Real(t)
-	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
-	if err != nil {
-		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
-	}
-	prefix := fmt.Sprintf("status-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
-		rdb.Close()
-	})
+	rdb, prefix := browserAndRedis(t, "status")
+	redisAddr := redistest.Addr() // the one browserAndRedis checked
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	topics := wire.DefaultTopics()

@@ -27,8 +27,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/textbag"
 	"github.com/mimlstream/mimlstream/internal/status"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
-	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/schemas"
 )
@@ -267,19 +265,7 @@ func TestStatusGalleryInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker and a browser; skipped with -short")
 	}
-	if _, err := os.Stat(chromium); err != nil {
-		realpart.Missing(t, "headless Chromium is not installed at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
-	}
-	redisAddr := redistest.Real(t)
-	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
-	if err != nil {
-		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
-	}
-	prefix := fmt.Sprintf("status-gallery-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		streamtest.DeleteKeys(context.Background(), rdb, "{"+prefix+"*")
-		rdb.Close()
-	})
+	rdb, prefix := browserAndRedis(t, "status-gallery")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	topics := wire.DefaultTopics()
