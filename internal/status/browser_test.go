@@ -152,7 +152,7 @@ func TestStatusPageInChromium(t *testing.T) {
 			if _, err := unlabeled.PublishDataset(ctx, musk1, musk1.Bags[w:w+3]); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := pub.PublishRaw(ctx, [][]byte{[]byte(`{"id": "truncated`), []byte(`{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}`)}); err != nil {
+			if _, _, err := pub.PublishRaw(ctx, [][]byte{[]byte(`{"id": "truncated`), []byte(`{"schema_version":1,"id":"x","dim":2,"instances":[[1,"NaN"]]}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -484,12 +484,12 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 		pending, pendingLines = nil, nil
 		keys := make([]string, 0, len(chunk))
 		for _, raw := range chunk {
-			if id, ok := topLevelID(raw); ok {
-				keys = append(keys, string(id))
+			if id, ok := wire.BagID(raw); ok {
+				keys = append(keys, id)
 			}
 		}
 		if err := fl.Go(ctx, keys, func() error {
-			rej, err := s.pub.PublishRaw(ctx, chunk)
+			_, rej, err := s.pub.PublishRaw(ctx, chunk)
 			rmu.Lock()
 			defer rmu.Unlock()
 			for _, x := range rej {

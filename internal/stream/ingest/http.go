@@ -108,7 +108,7 @@ type ids struct {
 	ends []int
 }
 
-func (s *ids) add(id []byte) {
+func (s *ids) add(id string) {
 	s.buf = append(s.buf, id...)
 	s.ends = append(s.ends, len(s.buf))
 }
@@ -226,6 +226,7 @@ type httpChunk struct {
 	raws  [][]byte
 	lines []int
 	bytes int
+	acc   []string
 	rej   []Rejection
 	err   error
 	done  chan struct{}
@@ -276,24 +277,13 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 				res.NextLine = c.lines[0]
 				continue
 			}
-			refused := make(map[int]bool, len(c.rej))
 			for _, x := range c.rej {
-				refused[x.Index] = true
 				res.Rejected = append(res.Rejected, LineRejection{Line: c.lines[x.Index], Reason: x.Reason, Error: x.Error})
 			}
-			for i, raw := range c.raws {
-				if refused[i] {
-					continue
-				}
-				id, ok := topLevelID(raw)
-				if !ok {
-					// The publisher accepted it, so it has an id; this is a
-					// bug of topLevelID, not of the client.
-					h.log.Error("accepted bag without a readable id", "line", c.lines[i])
-				}
+			for _, id := range c.acc {
 				accepted.add(id)
-				res.Accepted++
 			}
+			res.Accepted += len(c.acc)
 		}
 	}
 	// flush starts publishing the pending lines.
@@ -311,8 +301,8 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 		}
 		keys := make([]string, 0, len(c.raws))
 		for _, raw := range c.raws {
-			if id, ok := topLevelID(raw); ok {
-				keys = append(keys, string(id))
+			if id, ok := wire.BagID(raw); ok {
+				keys = append(keys, id)
 			}
 		}
 		chunks = append(chunks, c)
@@ -320,7 +310,7 @@ func (h *bagsHandler) process(ctx context.Context, body io.Reader, res *BagsResu
 		inflightBytes += c.bytes
 		err := fl.Go(ctx, keys, func() error {
 			defer close(c.done)
-			c.rej, c.err = h.pub.PublishRaw(ctx, c.raws)
+			c.acc, c.rej, c.err = h.pub.PublishRaw(ctx, c.raws)
 			return c.err
 		})
 		if err != nil {
@@ -558,127 +548,6 @@ func (h *bagsHandler) write(w http.ResponseWriter, status int, res *BagsResult, 
 	_, _ = bw.Write(after) // "]" and the rest
 	_ = bw.WriteByte('\n')
 	_ = bw.Flush()
-}
-
-// topLevelID returns the value of the top-level "id" member of a JSON
-// object that the validator accepted (so it is well formed, unambiguous,
-// and "id" is a string). It stops at the id, usually the second member,
-// instead of decoding the whole bag again.
-func topLevelID(raw []byte) ([]byte, bool) {
-	p := skipper{b: raw}
-	p.space()
-	if !p.eat('{') {
-		return nil, false
-	}
-	for {
-		p.space()
-		key, ok := p.str()
-		if !ok {
-			return nil, false
-		}
-		p.space()
-		if !p.eat(':') {
-			return nil, false
-		}
-		p.space()
-		var k string
-		if json.Unmarshal(key, &k) != nil {
-			return nil, false
-		}
-		if k == "id" {
-			v, ok := p.str()
-			if !ok {
-				return nil, false
-			}
-			var id string
-			if json.Unmarshal(v, &id) != nil {
-				return nil, false
-			}
-			return []byte(id), true
-		}
-		if !p.value() {
-			return nil, false
-		}
-		p.space()
-		if !p.eat(',') {
-			return nil, false
-		}
-	}
-}
-
-// skipper steps over the values of well-formed JSON.
-type skipper struct {
-	b []byte
-	i int
-}
-
-func (p *skipper) space() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
-	}
-}
-
-func (p *skipper) eat(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// str returns a string literal, quotes included.
-func (p *skipper) str() ([]byte, bool) {
-	start := p.i
-	if !p.eat('"') {
-		return nil, false
-	}
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '\\':
-			p.i += 2
-		case '"':
-			p.i++
-			return p.b[start:p.i], true
-		default:
-			p.i++
-		}
-	}
-	return nil, false
-}
-
-// value skips one value: a string, or anything else up to the next comma
-// or closing bracket at its own depth.
-func (p *skipper) value() bool {
-	depth := 0
-	for p.i < len(p.b) {
-		switch c := p.b[p.i]; c {
-		case '"':
-			if _, ok := p.str(); !ok {
-				return false
-			}
-			if depth == 0 {
-				return true
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return true // the end of the enclosing object
-			}
-			depth--
-			if depth == 0 {
-				p.i++
-				return true
-			}
-		case ',':
-			if depth == 0 {
-				return true
-			}
-		}
-		p.i++
-	}
-	return false
 }
 
 // Server serves the ingest endpoint on a listener it binds at once (so a

@@ -457,35 +457,6 @@ func TestSlowConnectionsClosed(t *testing.T) {
 		conns, opened.Round(time.Millisecond), longest.Round(time.Millisecond), to.ReadHeader, to.Read)
 }
 
-// TestTopLevelID compares topLevelID with encoding/json on messages with
-// the id in every position, escapes and nested values before it.
-func TestTopLevelID(t *testing.T) {
-	docs := []string{
-		`{"id":"a"}`,
-		` { "schema_version" : 1 , "id" : "b" } `,
-		`{"instances":[[1,2],[3,"x]\"}"]],"nested":{"id":"not this","o":{"id":"nor this"}},"id":"c"}`,
-		`{"s":"}],\\","id":"d\"e\\f\u00e9\ud83d\ude00"}`,
-		`{"\u0069d":"escaped key"}`,
-		`{"idx":"no","id":"yes"}`,
-		`{"a":true,"b":null,"c":-1.5e3,"id":""}`,
-	}
-	for _, d := range docs {
-		var want struct{ ID string }
-		if err := json.Unmarshal([]byte(d), &want); err != nil {
-			t.Fatal(err)
-		}
-		got, ok := topLevelID([]byte(d))
-		if !ok || string(got) != want.ID {
-			t.Errorf("topLevelID(%s) = %q, %v; want %q", d, got, ok, want.ID)
-		}
-	}
-	for _, d := range []string{`{"a":1}`, `[]`, `{"id":1}`, `{`} {
-		if id, ok := topLevelID([]byte(d)); ok {
-			t.Errorf("topLevelID(%s) = %q, want none", d, id)
-		}
-	}
-}
-
 // TestListenTLSAndAuth runs the command with --tls-cert, --tls-key and
 // --auth-token-file: a client trusting the CA and holding a token
 // publishes; plaintext HTTP to the TLS port is refused.

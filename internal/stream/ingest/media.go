@@ -59,12 +59,13 @@ func (p *Publisher) publishMedia(ctx context.Context, orig [][]byte, build func(
 		}
 		msgs[i] = m
 	}
-	return p.publish(ctx, raws, wire.FormatJSON, false, func(i int) (*wire.BagMessage, error) {
+	_, rej, err := p.publish(ctx, raws, wire.FormatJSON, false, func(i int) (*wire.BagMessage, error) {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
 		return p.validator.CheckEncoded(msgs[i], len(raws[i]))
 	}, id)
+	return rej, err
 }
 
 // photoBatch is how many photos are featurized and published at once.

@@ -294,9 +294,10 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 	// Encoded once, checked in memory: the verdict and reason DecodeBag
 	// (or DecodeBagProto) would give the encoding, without decoding it
 	// again.
-	return p.publish(ctx, raws, p.cfg.Format, false, func(i int) (*wire.BagMessage, error) {
+	_, rej, err := p.publish(ctx, raws, p.cfg.Format, false, func(i int) (*wire.BagMessage, error) {
 		return p.validator.CheckEncoded(&msgs[i], len(raws[i]))
 	}, func(i int) string { return msgs[i].ID })
+	return rej, err
 }
 
 // PublishRaw validates wire-format bags and publishes the valid ones;
@@ -305,14 +306,15 @@ func (p *Publisher) PublishDataset(ctx context.Context, ds *mil.Dataset, bags []
 // oversize before anything is produced (its Rejection's error wraps a
 // *TooLargeError, ErrTooLarge). It returns after every message is
 // acknowledged; a message the broker refuses even so is returned as a
-// rejection (the others of the call are published).
-func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection, error) {
+// rejection (the others of the call are published). accepted are the ids
+// of the bags published, in the order of raws.
+func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) (accepted []string, rejected []Rejection, err error) {
 	return p.publish(ctx, raws, wire.FormatJSON, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) { return p.validator.DecodeBag(raws[i]) },
 		func(i int) string {
 			// A bag refused for its content is still found by its id
 			// when that could be read.
-			id, _ := topLevelID(raws[i])
-			return string(id)
+			id, _ := wire.BagID(raws[i])
+			return id
 		})
 }
 
@@ -322,14 +324,14 @@ func (p *Publisher) PublishRaw(ctx context.Context, raws [][]byte) ([]Rejection,
 // show it, and counted as every rejection is. limit is the line limit it
 // exceeded.
 func (p *Publisher) RejectSkipped(ctx context.Context, s httpguard.Skipped, limit int) (Rejection, error) {
-	id, _ := topLevelID(s.Prefix)
+	id, _ := wire.BagID(s.Prefix)
 	err := wire.Reject(wire.ReasonOversize, fmt.Errorf("line of %d bytes exceeds the %d-byte line limit", s.Size, limit))
-	r := Rejection{ID: string(id), Reason: wire.ReasonOversize, Error: err.Error(), err: err}
+	r := Rejection{ID: id, Reason: wire.ReasonOversize, Error: err.Error(), err: err}
 	if p.cfg.Topics.DeadLetter != "" {
 		w := p.producer(ctx)
 		h := kafkaio.Headers(ctx, p.cfg.Obs.Propagator)
 		d := wire.NewDeadLetter(wire.StageIngest, r.Reason, err, r.ID, "", 0, -1, s.Prefix).OfPrefix(int(s.Size), s.SHA256)
-		m := kafka.Message{Topic: p.cfg.Topics.DeadLetter, Key: id, Value: d.Encode(w.ValueBudget(id, h)), Headers: h}
+		m := kafka.Message{Topic: p.cfg.Topics.DeadLetter, Key: []byte(id), Value: d.Encode(w.ValueBudget([]byte(id), h)), Headers: h}
 		refused, werr := w.Write(ctx, []kafka.Message{m})
 		if werr != nil {
 			return r, fmt.Errorf("publish: %w", werr)
@@ -348,14 +350,14 @@ func (p *Publisher) RejectSkipped(ctx context.Context, s httpguard.Skipped, limi
 // the key of its dead letter. transcode: raws are JSON, to be published in
 // the binary encoding of what check decoded.
 // raws are in format (the configured one but for media bags, always
-// JSON); with transcode they are JSON to be sent as protobuf.
-func (p *Publisher) publish(ctx context.Context, raws [][]byte, format wire.Format, transcode bool, check func(i int) (*wire.BagMessage, error), idOf func(i int) string) ([]Rejection, error) {
+// JSON); with transcode they are JSON to be sent as protobuf. accepted are
+// the ids of the bags published, in the order of raws.
+func (p *Publisher) publish(ctx context.Context, raws [][]byte, format wire.Format, transcode bool, check func(i int) (*wire.BagMessage, error), idOf func(i int) string) (accepted []string, rejected []Rejection, err error) {
 	w := p.producer(ctx)
 	var out []kafka.Message
 	var spans []trace.Span
 	// bagOf[i] is the index in raws of out[i]; -1 for a dead letter.
 	var bagOf []int
-	var rejected []Rejection
 	labeled := 0
 	reject := func(i int, id string, reason wire.Reason, err error, span trace.Span) {
 		span.RecordError(err)
@@ -423,7 +425,7 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, format wire.Form
 		s.End()
 	}
 	if err != nil {
-		return rejected, fmt.Errorf("publish: %w", err)
+		return nil, rejected, fmt.Errorf("publish: %w", err)
 	}
 	// A bag the broker refuses (a topic limit lowered since the producer
 	// asked, say) is rejected; its other copy may be out, which a retry
@@ -444,8 +446,18 @@ func (p *Publisher) publish(ctx context.Context, raws [][]byte, format wire.Form
 		rejected = append(rejected, Rejection{Index: i, ID: string(out[r.Index].Key), Reason: reason, Error: rerr.Error(), err: rerr})
 	}
 	slices.SortFunc(rejected, func(a, b Rejection) int { return a.Index - b.Index })
+	// A bag's records are adjacent in out, its annotate record first.
+	accepted = make([]string, 0, len(spans)-len(gone))
+	last := -1
+	for k, i := range bagOf {
+		if i < 0 || i == last || gone[i] {
+			continue
+		}
+		last = i
+		accepted = append(accepted, string(out[k].Key))
+	}
 	p.count(ctx, len(spans)-len(gone), labeled, rejected)
-	return rejected, nil
+	return accepted, rejected, nil
 }
 
 // count adds to the stats and the metrics.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,9 +71,12 @@ func TestPublishSizeDiscipline(t *testing.T) {
 	}
 	tooBig := bigBag("too-big", 1<<20) // fits no request once key and headers are added
 	raws = append(raws, tooBig)
-	rej, err := p.PublishRaw(ctx, raws)
+	acc, rej, err := p.PublishRaw(ctx, raws)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(acc) != 40 || acc[0] != "big-00" || acc[39] != "big-39" {
+		t.Errorf("accepted %v, want big-00 to big-39 in order", acc)
 	}
 	if len(rej) != 1 || rej[0].Index != 40 || rej[0].Reason != wire.ReasonOversize || !errors.Is(rej[0].Err(), ErrTooLarge) {
 		t.Fatalf("rejections %+v, want the last bag as oversize (ErrTooLarge)", rej)
@@ -154,12 +158,15 @@ func TestPublishDatasetRejectsAsDecoding(t *testing.T) {
 		raw, _ := json.Marshal(wire.NewBagMessage(&ds.Bags[i], ds.Name, ds.Dim, ds.Classes, false))
 		raws = append(raws, raw)
 	}
-	rej, err = p.PublishRaw(ctx, raws)
+	acc, rej, err := p.PublishRaw(ctx, raws)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := reasons(rej); !reflect.DeepEqual(got, want) {
 		t.Errorf("PublishRaw rejected %v, want %v", got, want)
+	}
+	if want := []string{"ok", "ok-unlabeled"}; !slices.Equal(acc, want) {
+		t.Errorf("PublishRaw accepted %q, want %q", acc, want)
 	}
 	if s := p.Stats(); s.Published != 4 || s.Labeled != 2 {
 		t.Errorf("stats %+v, want 4 published, 2 labeled", s)
@@ -198,9 +205,12 @@ func TestPublishProtobuf(t *testing.T) {
 		[]byte(`{"schema_version":1,"id":"raw-nan","dim":2,"instances":[[0.5,"NaN"]]}`),
 		[]byte(`{"schema_version":1,"id":"raw-unlabeled","source":"s","dim":1,"instances":[[7],[8]]}`),
 	}
-	rej, err = p.PublishRaw(ctx, lines)
+	acc, rej, err := p.PublishRaw(ctx, lines)
 	if err != nil || len(rej) != 1 || rej[0].Index != 1 || rej[0].Reason != wire.ReasonNonFinite {
 		t.Fatalf("PublishRaw: %+v %v, want raw-nan rejected as non_finite", rej, err)
+	}
+	if want := []string{"raw-labeled", "raw-unlabeled"}; !slices.Equal(acc, want) {
+		t.Errorf("PublishRaw accepted %q, want %q", acc, want)
 	}
 	// What each bag must decode to: its JSON, decoded.
 	v, _ := wire.NewValidator(0)
