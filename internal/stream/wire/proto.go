@@ -212,11 +212,6 @@ func bodyFormat(contentType string) (Format, error) {
 // Marshal encodes m in format f: json.Marshal's bytes for JSON.
 func (m *BagMessage) Marshal(f Format) ([]byte, error) {
 	if f == FormatProtobuf {
-		if m.Media != nil || m.Featurizer != nil || m.Regions != nil {
-			// mimlstream.proto has no provenance fields yet: refused
-			// rather than dropped.
-			return nil, fmt.Errorf("bag %q: a media bag's provenance has no protobuf encoding yet; send it as %s", m.ID, ContentTypeJSON)
-		}
 		return m.AppendProto(nil), nil
 	}
 	return m.AppendJSON(nil)
@@ -285,8 +280,16 @@ func (m *BagMessage) AppendProto(b []byte) []byte {
 	if m.Labels != nil {
 		b = appendVarintField(b, bagLabeled, 1)
 	}
-	return appendIntsField(b, bagInstanceLabels, m.InstanceLabels, true)
+	b = appendIntsField(b, bagInstanceLabels, m.InstanceLabels, true)
+	return appendProvenanceProto(b, m.Media, m.Featurizer, m.Regions, bagProvenance)
 }
+
+// bagProvenance and annProvenance are the numbers of the media,
+// featurizer and regions fields of a Bag and an Annotation.
+var (
+	bagProvenance = [3]protowire.Number{bagMedia, bagFeaturizer, bagRegions}
+	annProvenance = [3]protowire.Number{annMedia, annFeaturizer, annRegions}
+)
 
 // DecodeBagProto decodes and checks a bag in the binary encoding, as
 // DecodeBag does a JSON one: the same checks, reasons and result (the
@@ -356,6 +359,7 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 	classes := buf[:0] // views of raw until the copy at the end
 	var seen uint64
 	labeled := false
+	var prov provReader
 	b := raw
 	singular := func(num protowire.Number) error {
 		if seen&(1<<num) != 0 {
@@ -451,6 +455,12 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, protowire.ParseError(n))
 			}
 			b = b[n:]
+		case num >= bagMedia && num <= bagRegions:
+			n, err := prov.provenanceField(num, typ, b, bagProvenance, &m.Media, &m.Featurizer, &m.Regions)
+			if err != nil {
+				return nil, nil, fmt.Errorf("field %d at byte %d: %w", num, at, err)
+			}
+			b = b[n:]
 		case num >= bagSchemaVersion && num <= bagSparseInstances:
 			return nil, nil, fmt.Errorf("field %d at byte %d: wire type %d: %w", num, at, typ, ErrAmbiguous)
 		default:
@@ -463,6 +473,9 @@ func (d *bagDecoder) parseProto(raw []byte) (m *BagMessage, unknown, err error) 
 				unknown = fmt.Errorf("field %d: a field the bag does not have", num)
 			}
 		}
+	}
+	if unknown == nil {
+		unknown = prov.fault
 	}
 	switch {
 	case len(m.Labels) == 0 && labeled:
@@ -786,7 +799,8 @@ func (a AnnotationMessage) MarshalProto() ([]byte, error) {
 	if b, err = appendTimestamp(b, annAnnotatedAt, a.AnnotatedAt); err != nil {
 		return nil, err
 	}
-	return appendStringField(b, annAnnotator, a.Annotator), nil
+	b = appendStringField(b, annAnnotator, a.Annotator)
+	return appendProvenanceProto(b, a.Media, a.Featurizer, a.Regions, annProvenance), nil
 }
 
 // DecodeAnnotation decodes an annotation in the format its content-type
@@ -870,6 +884,14 @@ func DecodeAnnotation(contentType string, raw []byte) (AnnotationMessage, error)
 				} else {
 					a.AnnotatedAt = t
 				}
+			}
+		case num >= annMedia && num <= annRegions:
+			// Read as a bag's are; a schema fault of theirs is let
+			// through, as unknown fields are.
+			var prov provReader
+			var err error
+			if n, err = prov.provenanceField(num, typ, b, annProvenance, &a.Media, &a.Featurizer, &a.Regions); err != nil {
+				return a, fmt.Errorf("annotation: field %d: %w", num, err)
 			}
 		default:
 			// A field this version does not know: skipped, as Protocol

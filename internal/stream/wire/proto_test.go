@@ -40,6 +40,16 @@ func protoDiffer(v *wire.Validator, ref *schemaref.Validator, m *wire.BagMessage
 	if jm.Instances == nil && jm.SparseInstances == nil {
 		jm.Instances = [][]float64{}
 	}
+	// Nor can it say "no regions" apart from "zero regions", nor "no
+	// params" apart from "zero params".
+	if len(jm.Regions) == 0 {
+		jm.Regions = nil
+	}
+	if f := jm.Featurizer; f != nil && len(f.Params) == 0 && f.Params != nil {
+		g := *f
+		g.Params = nil
+		jm.Featurizer = &g
+	}
 	if jm.SparseInstances != nil {
 		jm.SparseInstances = slices.Clone(jm.SparseInstances)
 		for k, sv := range jm.SparseInstances {

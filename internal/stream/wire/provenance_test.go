@@ -123,15 +123,20 @@ func TestProvenanceFaultsMatchReference(t *testing.T) {
 	}
 }
 
-// TestProvenanceNotDroppedByProtobuf: the binary encoding has no
-// provenance fields, so a media bag is refused by it, never sent without
-// its regions.
-func TestProvenanceNotDroppedByProtobuf(t *testing.T) {
+// TestProvenanceThroughProtobuf: a media bag is encoded in the binary
+// format with its provenance, never refused nor sent without its regions.
+func TestProvenanceThroughProtobuf(t *testing.T) {
+	v, _ := wire.NewValidator(0)
 	m := provenanceBag()
-	if _, err := m.Marshal(wire.FormatProtobuf); err == nil {
-		t.Fatal("a media bag encoded as protobuf")
-	}
-	if _, err := m.Marshal(wire.FormatJSON); err != nil {
+	bin, err := m.Marshal(wire.FormatProtobuf)
+	if err != nil {
 		t.Fatal(err)
+	}
+	got, err := v.DecodeBagProto(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Media, m.Media) || !reflect.DeepEqual(got.Featurizer, m.Featurizer) || !reflect.DeepEqual(got.Regions, m.Regions) {
+		t.Fatalf("decoded %+v %+v %+v", got.Media, got.Featurizer, got.Regions)
 	}
 }
