@@ -9,8 +9,6 @@ import (
 	"image/png"
 	"io"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +22,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
 	"github.com/mimlstream/mimlstream/internal/measure"
@@ -326,28 +325,17 @@ func serveStatus(ctx context.Context, g *errgroup.Group, listen string, brokers 
 		rdb.Close()
 		return "", err
 	}
-	ln, err := net.Listen("tcp", listen)
+	srv, err := httpguard.Listen(httpguard.ServerConfig{Addr: listen, Handler: status.Handler(c, 0, nil)})
 	if err != nil {
 		rdb.Close()
 		return "", err
 	}
-	srv := &http.Server{Handler: status.Handler(c, 0, nil), ReadHeaderTimeout: 5 * time.Second}
 	g.Go(func() error { return c.Run(ctx) })
 	g.Go(func() error {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	})
-	g.Go(func() error {
-		<-ctx.Done()
 		defer rdb.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
+		return srv.Serve(ctx)
 	})
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + srv.Addr().String(), nil
 }
 
 // mediaProgress follows the annotations of the photos.

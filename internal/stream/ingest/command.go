@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"sort"
@@ -536,18 +535,11 @@ func (s *Service) ingestJSONL(ctx context.Context) error {
 
 // serveHTTP binds --listen, then serves POST /bags until ctx ends.
 func (s *Service) serveHTTP(ctx context.Context) error {
-	srv, err := Listen(s.cfg.Listen, Handler(s.pub, s.http, s.rt.Log), s.cfg.Timeouts, s.cfg.TLSCert, s.cfg.TLSKey)
-	if err != nil {
-		return err
-	}
-	// net/http's own complaints (a TLS handshake that fails, a client
-	// that breaks the protocol) go through the service's logger, not the
-	// standard log package's unstructured stderr.
-	srv.srv.ErrorLog = slog.NewLogLogger(s.rt.Log.Handler(), slog.LevelWarn)
-	s.rt.Log.Info("http listening", "addr", srv.Addr().String(), "tls", s.cfg.TLSCert != "", "auth", s.http.Tokens != nil,
+	s.rt.Log.Info("ingest endpoint", "listen", s.cfg.Listen, "tls", s.cfg.TLSCert != "", "auth", s.http.Tokens != nil,
 		"max_body_bytes", s.http.MaxBodyBytes, "max_line_bytes", s.http.MaxLineBytes, "max_concurrent", s.http.MaxConcurrent)
 	if s.http.Tokens == nil {
 		s.rt.Log.Warn("POST /bags needs no credentials (no --auth-token-file): anyone who reaches " + s.cfg.Listen + " can publish")
 	}
-	return service.Run(ctx, s.rt.Log, srv.Serve)
+	return service.Run(ctx, s.rt.Log, nil, service.Server{Addr: s.cfg.Listen, Handler: Handler(s.pub, s.http, s.rt.Log),
+		Timeouts: s.cfg.Timeouts, CertFile: s.cfg.TLSCert, KeyFile: s.cfg.TLSKey})
 }

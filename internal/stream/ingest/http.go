@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -548,60 +546,4 @@ func (h *bagsHandler) write(w http.ResponseWriter, status int, res *BagsResult, 
 	_, _ = bw.Write(after) // "]" and the rest
 	_ = bw.WriteByte('\n')
 	_ = bw.Flush()
-}
-
-// Server serves the ingest endpoint on a listener it binds at once (so a
-// taken address fails the command before anything else runs), with the
-// timeouts, and with TLS when a certificate is given.
-type Server struct {
-	ln  net.Listener
-	srv *http.Server
-}
-
-// Listen binds addr and prepares the server; certFile and keyFile, when
-// set, switch TLS on.
-func Listen(addr string, h http.Handler, t httpguard.Timeouts, certFile, keyFile string) (*Server, error) {
-	var tc *tls.Config
-	if certFile != "" || keyFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("ingest TLS certificate: %w", err)
-		}
-		tc = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	if tc != nil {
-		ln = tls.NewListener(ln, tc)
-	}
-	srv := t.Server(addr, h)
-	srv.TLSConfig = tc
-	return &Server{ln: ln, srv: srv}, nil
-}
-
-// Addr is the bound address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
-// Serve serves until ctx ends, then stops taking connections and waits up
-// to 5 s for the requests in flight.
-func (s *Server) Serve(ctx context.Context) error {
-	served := make(chan error, 1)
-	go func() { served <- s.srv.Serve(s.ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("http %s: %w", s.ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(sctx)
-	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		return fmt.Errorf("http %s: %w", s.ln.Addr(), serr)
-	}
-	if err != nil {
-		return fmt.Errorf("http %s: shutdown: %w", s.ln.Addr(), err)
-	}
-	return nil
 }

@@ -139,10 +139,11 @@ func newPublisher(t *testing.T, brokers []string, maxMessageBytes int) *Publishe
 	return pub
 }
 
-// serve runs Handler behind the command's server (Listen) on loopback.
+// serve runs Handler behind the command's server (httpguard.Listen) on
+// loopback.
 func serve(t *testing.T, pub *Publisher, hc HTTPConfig, to httpguard.Timeouts, cert, key string) string {
 	t.Helper()
-	srv, err := Listen("127.0.0.1:0", Handler(pub, hc, nil), to, cert, key)
+	srv, err := httpguard.Listen(httpguard.ServerConfig{Addr: "127.0.0.1:0", Handler: Handler(pub, hc, nil), Timeouts: to, CertFile: cert, KeyFile: key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,8 @@ package service
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,14 +15,16 @@ import (
 type Server struct {
 	Addr    string
 	Handler http.Handler
+	// Timeouts bound a client's connection; zero: httpguard's defaults,
+	// so a client that trickles a request to /metrics is cut off like one
+	// to /bags.
+	Timeouts httpguard.Timeouts
+	// CertFile and KeyFile, when set, switch TLS on.
+	CertFile, KeyFile string
 }
 
-// shutdownTimeout bounds the graceful close of a listener after the work
-// has returned.
-const shutdownTimeout = 5 * time.Second
-
 // Run runs a service as one group: its work (the consumer loop, say) and its
-// HTTP servers.
+// HTTP servers (httpguard.Server).
 //
 //   - The listeners bind first: an address that cannot be bound fails the
 //     service before its work starts (before it joins a consumer group).
@@ -34,63 +32,49 @@ const shutdownTimeout = 5 * time.Second
 //     fails; the work then drains and returns.
 //   - The servers keep answering until the work has returned, so /healthz
 //     and /metrics stay up through the drain, then close gracefully.
+//   - A nil work is a service of servers alone (the ingest endpoint): they
+//     serve until ctx ends.
 //
 // Run returns the first error of any member, or nil when the work returned
 // nil (drained after ctx ended, or done) and the servers closed cleanly.
 func Run(ctx context.Context, log *slog.Logger, work func(context.Context) error, servers ...Server) error {
-	var bound []boundServer
+	var bound []*httpguard.Server
 	for _, s := range servers {
 		if s.Addr == "" {
 			continue
 		}
-		ln, err := net.Listen("tcp", s.Addr)
+		srv, err := httpguard.Listen(httpguard.ServerConfig{Addr: s.Addr, Handler: s.Handler, Timeouts: s.Timeouts,
+			CertFile: s.CertFile, KeyFile: s.KeyFile, Log: log})
 		if err != nil {
 			for _, b := range bound {
-				b.ln.Close()
+				b.Close()
 			}
-			return fmt.Errorf("listen %s: %w", s.Addr, err)
+			return err
 		}
-		log.Info("http listening", "addr", ln.Addr().String())
-		// The same timeouts as every server of the project: a client that
-		// trickles a request to /metrics is cut off like one to /bags.
-		bound = append(bound, boundServer{ln: ln, srv: httpguard.DefaultTimeouts().Server("", s.Handler)})
+		log.Info("http listening", "addr", srv.Addr().String(), "tls", s.CertFile != "")
+		bound = append(bound, srv)
 	}
-	return runGroup(ctx, log, work, bound)
+	if work == nil {
+		work = func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil
+		}
+	}
+	return runGroup(ctx, work, bound)
 }
 
-type boundServer struct {
-	ln  net.Listener
-	srv *http.Server
-}
-
-func runGroup(ctx context.Context, log *slog.Logger, work func(context.Context) error, servers []boundServer) error {
+func runGroup(ctx context.Context, work func(context.Context) error, servers []*httpguard.Server) error {
 	g, gctx := errgroup.WithContext(ctx)
-	workDone := make(chan struct{})
+	// The servers stop once the work has returned, not when ctx ends:
+	// they answer through the drain.
+	serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	g.Go(func() error {
-		defer close(workDone)
+		defer stopServing()
 		return work(gctx)
 	})
 	for _, s := range servers {
-		addr := s.ln.Addr().String()
-		g.Go(func() error {
-			served := make(chan error, 1)
-			go func() { served <- s.srv.Serve(s.ln) }()
-			select {
-			case err := <-served:
-				// Serve returns before Shutdown only when it fails.
-				return fmt.Errorf("http %s: %w", addr, err)
-			case <-workDone:
-			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-			defer cancel()
-			if err := s.srv.Shutdown(sctx); err != nil {
-				log.Warn("http shutdown", "addr", addr, "err", err)
-			}
-			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("http %s: %w", addr, err)
-			}
-			return nil
-		})
+		g.Go(func() error { return s.Serve(serving) })
 	}
 	return g.Wait()
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mimlstream/mimlstream/internal/httpguard"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -156,11 +158,11 @@ func TestRunServerFailureStopsWork(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		ln.once.Do(func() { close(ln.fail) })
 	}()
-	err = runGroup(context.Background(), quiet, func(ctx context.Context) error {
+	err = runGroup(context.Background(), func(ctx context.Context) error {
 		<-ctx.Done()
 		drained = true
 		return nil
-	}, []boundServer{{ln: ln, srv: &http.Server{Handler: okHandler()}}})
+	}, []*httpguard.Server{httpguard.NewServer(ln, httpguard.ServerConfig{Handler: okHandler()})})
 	if err == nil || !strings.Contains(err.Error(), "socket broken") {
 		t.Fatalf("Run = %v, want the server's error", err)
 	}
