@@ -125,6 +125,12 @@ var ErrBadInput = errors.New("bad input")
 // exceeds the limit of an algorithm that is exponential in its size.
 var ErrLabelSetTooLarge = fmt.Errorf("%w: label set too large for the exact algorithm", ErrBadInput)
 
+// ErrDenseOnly is returned (wrapping ErrBadInput) by a fit on sparse data
+// given a setting that would fill every zero (a feature scaling that
+// centres): the setting is declared for dense data only, and a kind that
+// fits passages (text bags, the Weighted kinds) refuses it so.
+var ErrDenseOnly = fmt.Errorf("%w: setting for dense data only", ErrBadInput)
+
 // FitOptions are the settings common to every trainer.
 type FitOptions struct {
 	Seed int64

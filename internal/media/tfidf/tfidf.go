@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
+	"github.com/mimlstream/mimlstream/internal/media"
+	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -93,6 +96,21 @@ func (w IDF) Apply(v mil.SparseVec, idf, l2 bool) mil.SparseVec {
 // Suffix ends the name of a Weighted kind.
 const Suffix = "+tfidf"
 
+// KindName is the kind a model of kind name is fitted as on bags made by
+// f: name+Suffix when f is the text featurizer (its passages carry term
+// frequencies, and the IDF belongs to the model) and name is not Weighted
+// already, name otherwise. Every door that fits on documents (the
+// retrainer's refits, retrainer fit, retrainer eval) names its kind
+// through it and looks the name up in its registry, where package catalog
+// holds every kind's Weighted form: so the model records that it weighs
+// passages by IDF in its kind, and an annotator decodes it by that name.
+func KindName(name string, f *media.Featurizer) string {
+	if f == nil || f.Name != text.FeaturizerName || strings.HasSuffix(name, Suffix) {
+		return name
+	}
+	return name + Suffix
+}
+
 // The parameters Weighted adds to the kind it wraps.
 const (
 	ParamIDF = "text_idf"
@@ -115,10 +133,7 @@ func Weighted(inner models.Kind) models.Kind {
 	k.Description = inner.Description + ", on passages weighted by the IDF of its training passages"
 	k.Sparse = true
 	if inner.Params != nil {
-		k.Params = slices.Clone(inner.Params)
-		k.Params = append(k.Params,
-			models.ParamSpec{Name: ParamIDF, Type: models.ParamBool, Default: "true", Doc: "weight hashed terms by the IDF of the training passages"},
-			models.ParamSpec{Name: ParamL2, Type: models.ParamBool, Default: "true", Doc: "L2-normalise each passage after weighting"})
+		k.Params = append(slices.Clone(inner.Params), Params()...)
 	}
 	if inner.EmptyLabelSets != nil {
 		k.EmptyLabelSets = func(p models.Params) (bool, error) { return inner.EmptyLabelSets(innerParams(p)) }
@@ -156,6 +171,14 @@ func Weighted(inner models.Kind) models.Kind {
 		return &weightedModel{name: k.Name, inner: inner, idf: s.IDF, useIDF: s.UseIDF, l2: s.L2, params: meta.Params, model: im}, nil
 	}
 	return k
+}
+
+// Params declares the parameters Weighted adds to the kind it wraps.
+func Params() []models.ParamSpec {
+	return []models.ParamSpec{
+		{Name: ParamIDF, Type: models.ParamBool, Default: "true", Doc: "weight hashed terms by the IDF of the training passages"},
+		{Name: ParamL2, Type: models.ParamBool, Default: "true", Doc: "L2-normalise each passage after weighting"},
+	}
 }
 
 func weighting(p models.Params) (idf, l2 bool, err error) {

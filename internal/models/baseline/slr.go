@@ -54,7 +54,7 @@ func slrDecls() models.Decls[slrConfig] {
 		models.Float("l2", func(c *slrConfig) *float64 { return &c.L2 }, "L2 weight on the mean log-likelihood; keeps the optimum finite on separable data").AtLeast(0),
 		models.Int("iters", func(c *slrConfig) *int { return &c.Iters }, "L-BFGS iterations").AtLeast(1),
 		models.Enum("scale", func(c *slrConfig) *ovr.Scaling { return &c.Scale }, ovr.Scalings,
-			"feature transform fitted on the training instances, stored in the model (none: raw features, the paper's; sparse data: none only)"),
+			"feature transform fitted on the training instances, stored in the model (none: raw features, the paper's; default zscore on dense data; sparse data: none, the only one)").DefaultVaries(),
 	}
 }
 
@@ -98,7 +98,7 @@ func FitSLR(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*SL
 	sparse := train.IsSparse()
 	if sparse {
 		if _, explicit := opt.Params["scale"]; explicit && scale != string(ovr.ScaleNone) {
-			return nil, fmt.Errorf("slr: scale=%s on sparse data (only none keeps the rows sparse)", scale)
+			return nil, fmt.Errorf("slr: %w: scale=%s on sparse data (only none keeps the rows sparse)", models.ErrDenseOnly, scale)
 		}
 		scale = string(ovr.ScaleNone)
 	}

@@ -5,6 +5,7 @@
 package catalog
 
 import (
+	"github.com/mimlstream/mimlstream/internal/media/tfidf"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
 	"github.com/mimlstream/mimlstream/internal/models/mier"
@@ -15,9 +16,21 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models/symil"
 )
 
-// New returns a registry of all model kinds.
+// New returns a registry of all model kinds, each also in its Weighted
+// form (KIND+tfidf: fitted on documents' passages weighted by the IDF of
+// its training passages, which the model keeps), the kind the retrainer
+// fits on documents (tfidf.KindName) and an annotator must decode.
 func New() *models.Registry {
-	return models.NewRegistry(
+	kinds := base()
+	for _, k := range base() {
+		kinds = append(kinds, tfidf.Weighted(k))
+	}
+	return models.NewRegistry(kinds...)
+}
+
+// base returns the model kinds.
+func base() []models.Kind {
+	return []models.Kind{
 		orlr.Kind(),
 		baseline.SLRKind(),
 		baseline.DummyKind(),
@@ -27,5 +40,5 @@ func New() *models.Registry {
 		misvm.MISVMKind(),
 		misvm.MiSVMKind(),
 		mier.Kind(),
-	)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mimlstream/mimlstream/internal/media/tfidf"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
 )
@@ -16,14 +17,24 @@ const (
 	paramsEnd   = "<!-- end of the generated parameter tables -->"
 )
 
-// paramTables renders every catalog kind's parameter table, in name order.
+// weightedSection heads the table of the keys every Weighted kind
+// (KIND+tfidf) adds to its inner kind's, written once.
+const weightedSection = "KIND" + tfidf.Suffix
+
+// paramTables renders every catalog kind's parameter table, in name order,
+// then the keys a Weighted kind adds to its inner kind's.
 func paramTables() string {
 	reg := catalog.New()
 	var b strings.Builder
 	for _, name := range reg.Names() {
+		if strings.HasSuffix(name, tfidf.Suffix) {
+			continue
+		}
 		k, _ := reg.Lookup(name)
 		b.WriteString("\n### `" + name + "`\n\n" + k.Description + "\n\n" + models.MarkdownTable(k.Params))
 	}
+	b.WriteString("\n### `" + weightedSection + "`\n\nEvery kind above, fitted on documents' passages weighted by the IDF of its training passages (kept in the model): " +
+		"the kind the retrainer fits on bags of the text featurizer. Its keys are the inner kind's and these:\n\n" + models.MarkdownTable(tfidf.Params()))
 	return b.String() + "\n"
 }
 
@@ -66,10 +77,19 @@ func TestParamTablesInDocs(t *testing.T) {
 		}
 	}
 	// Every declared key of every kind is in the page, under its kind.
-	for _, name := range catalog.New().Names() {
-		k, _ := catalog.New().Lookup(name)
+	// A Weighted kind's keys are under its inner kind or under KIND+tfidf.
+	sectionOf := func(name string) string {
 		_, section, _ := strings.Cut(got, "### `"+name+"`")
 		section, _, _ = strings.Cut(section, "\n### ")
+		return section
+	}
+	for _, name := range catalog.New().Names() {
+		k, _ := catalog.New().Lookup(name)
+		inner, weighted := strings.CutSuffix(name, tfidf.Suffix)
+		section := sectionOf(inner)
+		if weighted {
+			section += sectionOf(weightedSection)
+		}
 		for _, s := range k.Params {
 			if !strings.Contains(section, "| `"+s.Name+"` |") {
 				t.Errorf("%s: no row for %s's %s", modelsDoc, name, s.Name)

@@ -181,7 +181,7 @@ func params() models.Decls[Config] {
 			"random latent labels (the SyMIL paper's protocol; default for linear) or Andrews' start from the bags first (default for rbf / poly)").Optional(),
 		models.Bool("bias", func(c *Config) *bool { return &c.Bias }, "append a regularised bias"),
 		models.Enum("scale", func(c *Config) *ovr.Scaling { return &c.Scale }, ovr.Scalings,
-			"feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]; maxabs: feature / max |feature|); sparse data: unit by default, and only unit, maxabs or none"),
+			"feature transform fitted on the training instances (unit: instance / norm; zunit: z-score then unit; minmax: [0, 1]; maxabs: feature / max |feature|); default zscore on dense data; sparse data: unit by default, and only unit, maxabs or none").DefaultVaries(),
 		models.Enum("kernel", func(c *Config) *string { return &c.Kernel }, []string{KernelAuto, KernelLinear, KernelRBF, KernelPoly},
 			"instance SVM: linear (primal SGD), rbf / poly (dual SMO on the kernel matrix); auto: rbf up to gram_limit training instances, else linear"),
 		models.Float("gamma", func(c *Config) *float64 { return &c.Gamma }, "rbf width exp(-gamma·|x-z|²) or poly scale; 0: 1/(d·variance of the scaled instances)").AtLeast(0),

@@ -101,7 +101,7 @@ func DefaultConfig() Config {
 func params() models.Decls[Config] {
 	return models.Decls[Config]{
 		models.Float("l2", func(c *Config) *float64 { return &c.L2 },
-			"L2 weight on the mean log-likelihood, bias not penalised (default 1e-4 with kernel=rbf; on sparse data chosen by select=cv; the paper's 0)").AtLeast(0),
+			"L2 weight on the mean log-likelihood, bias not penalised (default 2e-3, 1e-4 with kernel=rbf; on sparse data chosen by select=cv; the paper's 0)").AtLeast(0).DefaultVaries(),
 		models.Int("iters", func(c *Config) *int { return &c.Iters }, "EM iterations (the paper's 50)").AtLeast(0),
 		models.Float("tol", func(c *Config) *float64 { return &c.Tol }, "stop when the relative log-likelihood gain is below it (0: run every iteration)").AtLeast(0),
 		models.Enum("estep", func(c *Config) *Algorithm { return &c.EStep }, []Algorithm{FAS, Forward},
@@ -121,7 +121,7 @@ func params() models.Decls[Config] {
 		models.Float("mtol", func(c *Config) *float64 { return &c.MTol },
 			"stop an M-step when an iteration gains at most mtol x max(1,|objective|) (default 1e-4 with lbfgs, 0 with gd)").AtLeast(0),
 		models.Enum("scale", func(c *Config) *ovr.Scaling { return (*ovr.Scaling)(&c.Scale) }, ovr.Scalings,
-			"feature transform fitted on the training instances, stored in the model (none: raw features, the paper's)"),
+			"feature transform fitted on the training instances, stored in the model (none: raw features, the paper's; default zscore on dense data, unit on sparse data with kernel=linear, since a z-score would fill every zero)").DefaultVaries(),
 		models.Bool("unknown", func(c *Config) *bool { return &c.Unknown },
 			"add a class \"unknown\" allowed in every bag, so instances of no known class and empty label sets are valid"),
 		models.Enum("select", func(c *Config) *string { return &c.Select }, []string{SelectCV, SelectNone},

@@ -42,7 +42,7 @@ func FitScalerSparse(mode Scaling, rows []mil.SparseVec, dim int) (Scaler, error
 	case ScaleMaxAbs, ScaleUnit, ScaleNone:
 	default:
 		return Scaler{}, fmt.Errorf("%w: scale=%s centres the features and would densify sparse data (want maxabs, unit or none)",
-			models.ErrBadInput, mode)
+			models.ErrDenseOnly, mode)
 	}
 	s := Scaler{Mode: mode, Mean: make([]float64, dim), Scale: make([]float64, dim)}
 	for j := range s.Scale {
