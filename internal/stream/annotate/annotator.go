@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -505,7 +501,7 @@ func (a *Annotator) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a.watchModel(watchCtx, ctx, loaded)
+		newModelWatcher(a, loaded).run(watchCtx, ctx)
 	}()
 	defer wg.Wait()
 	defer stopWatch()
@@ -847,242 +843,4 @@ func nonNilFloats(v []float64) []float64 {
 		return []float64{}
 	}
 	return v
-}
-
-// versionNamer is implemented by stores that name the current version
-// without reading its blob (featurestore.Registry.Alias): the annotator
-// then reads nothing more while it serves that version, and can name a
-// version it cannot serve.
-type versionNamer interface {
-	Alias(ctx context.Context, alias string) (string, error)
-}
-
-// fallbackStore is implemented by stores that keep the formerly current
-// versions (featurestore.Registry): an annotator that holds no model and
-// cannot serve current serves the newest of them that it can.
-type fallbackStore interface {
-	History(ctx context.Context) ([]string, error)
-	Get(ctx context.Context, version string) ([]byte, featurestore.VersionMeta, error)
-}
-
-// unavailable reports whether a registry error means the registry could not
-// be asked (Redis down or unreachable), as opposed to an answer about the
-// current version (corrupt, undecodable, refused), which is the version's
-// fault and is reported as a refusal.
-func unavailable(err error) bool {
-	var netErr net.Error
-	var redisErr redis.Error
-	return errors.As(err, &netErr) || errors.As(err, &redisErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
-}
-
-// watchModel keeps a.model on the registry's current version: it loads it at
-// start (retrying until it exists), then reloads on every notification and
-// every PollInterval. Failures keep the model already held: Redis down is
-// logged when it starts and ends; a current version that cannot be served
-// (any error of reading or decoding it other than the registry being
-// unreachable: a corrupt blob, an undecodable model, a version the registry
-// refuses) is logged once per version at ERROR, kept for /readyz and the
-// model_refused gauge, and tried again at every poll. loaded is closed
-// after the first successful load. runCtx is the annotator's context: the
-// first load gives up when it ends.
-func (a *Annotator) watchModel(ctx, runCtx context.Context, loaded chan<- struct{}) {
-	log := a.cfg.Obs.Logger.With("annotator", a.cfg.Name)
-	var once sync.Once
-	// state is the registry's last condition as logged: "" fine,
-	// "waiting" (no current model), "unavailable".
-	state := ""
-	setState := func(s string, err error) {
-		if s == state {
-			return
-		}
-		switch s {
-		case "waiting":
-			log.Info("waiting for a current model", "err", err)
-		case "unavailable":
-			if a.model.Load() != nil {
-				log.Warn("model registry unavailable; serving the model held", "version", a.ModelVersion(), "err", err)
-			} else {
-				log.Warn("model registry unavailable; waiting for a model", "err", err)
-			}
-		default:
-			if state == "unavailable" {
-				log.Info("model registry available again")
-			}
-		}
-		state = s
-	}
-	refuse := func(version string, err error) {
-		prev := a.refused.Swap(&refusal{version: version, err: err})
-		if prev == nil || prev.version != version || (version == "" && prev.err.Error() != err.Error()) {
-			log.Error("refusing model version; serving the model held", "version", version, "err", err, "serving", a.ModelVersion())
-		} else {
-			log.Debug("model version still refused", "version", version, "err", err)
-		}
-	}
-	// serve makes sm the served model and reports the swap.
-	serve := func(sm *servedModel, refusal *refusal) {
-		meta := sm.meta
-		var oldMeta *featurestore.VersionMeta
-		old := ""
-		if cur := a.model.Load(); cur != nil {
-			oldMeta, old = &cur.meta, cur.meta.Version
-		}
-		was := a.contract.Load()
-		now := nextContract(was, oldMeta, meta)
-		// The contract and the refusal before the model: a reader
-		// (readiness) that sees the new model sees what goes with it.
-		a.contract.Store(now)
-		a.refused.Store(refusal)
-		a.model.Store(sm)
-		a.m.swaps.Add(ctx, 1)
-		log.Info("model loaded", "version", meta.Version, "kind", meta.Kind, "previous", old, "feature_cache", sm.mapper != nil && a.cache != nil)
-		switch {
-		case now != nil:
-			log.Error("input contract changed", "version", meta.Version, "baseline", now.baseline.Version, "err", now.err,
-				"effect", "the model served takes another input dimension or class list than the model served before (a promotion forced over an incompatible version?): bags of the old contract go to dead letters until it is restored (mimlctl models rollback)")
-		case was != nil:
-			log.Info("input contract restored", "version", meta.Version, "baseline", was.baseline.Version)
-		}
-		once.Do(func() { close(loaded) })
-	}
-	// fallBack, for an annotator holding no model whose current version is
-	// refused (a bad signature, a corrupt blob), serves the newest formerly
-	// current version that loads: restarting the fleet after a bad
-	// promotion then keeps the pipeline flowing on the last good model
-	// instead of stopping it. It says so at ERROR and on /readyz, and the
-	// next promotion or rollback that can be served ends it.
-	fallBack := func(version string, cause error) {
-		fs, ok := a.cfg.Store.(fallbackStore)
-		if !ok || a.model.Load() != nil {
-			return
-		}
-		hist, err := fs.History(ctx)
-		if err != nil {
-			log.Warn("no fallback model: rollback history unreadable", "err", err)
-			return
-		}
-		for _, v := range hist {
-			if v == version {
-				continue
-			}
-			blob, meta, err := fs.Get(ctx, v)
-			if err != nil {
-				log.Warn("fallback candidate refused", "version", v, "err", err)
-				continue
-			}
-			sm, err := decodeServed(a.cfg.Kinds, blob, meta)
-			if err != nil {
-				log.Warn("fallback candidate refused", "version", v, "err", err)
-				continue
-			}
-			log.Error("current model version refused; serving the newest formerly current version that verifies",
-				"refused", version, "err", cause, "serving", v,
-				"effect", "annotations come from an older model until current is fixed (promote or roll back to a version this annotator verifies)")
-			serve(sm, &refusal{version: version, err: cause})
-			return
-		}
-		log.Error("no formerly current version can be served either; waiting for a promotion", "refused", version, "history", hist)
-	}
-	reload := func() {
-		named := ""
-		if vn, ok := a.cfg.Store.(versionNamer); ok {
-			v, err := vn.Alias(ctx, featurestore.AliasCurrent)
-			switch {
-			case errors.Is(err, featurestore.ErrNotFound):
-				setState("waiting", err)
-				return
-			case err != nil:
-				setState("unavailable", err)
-				return
-			}
-			setState("", nil)
-			if cur := a.model.Load(); cur != nil && cur.meta.Version == v {
-				a.refused.Store(nil)
-				return
-			}
-			named = v
-		}
-		blob, meta, err := a.cfg.Store.Current(ctx)
-		switch {
-		case err == nil:
-			setState("", nil)
-		case unavailable(err):
-			setState("unavailable", err)
-			return
-		case errors.Is(err, featurestore.ErrNotFound) && named == "":
-			setState("waiting", err)
-			return
-		default:
-			setState("", nil)
-			refuse(named, err)
-			fallBack(named, err)
-			return
-		}
-		if cur := a.model.Load(); cur != nil && cur.meta.Version == meta.Version {
-			a.refused.Store(nil)
-			return
-		}
-		sm, err := decodeServed(a.cfg.Kinds, blob, meta)
-		if err != nil {
-			refuse(meta.Version, err)
-			fallBack(meta.Version, err)
-			return
-		}
-		serve(sm, nil)
-	}
-
-	var notes <-chan string
-	notesDown := false
-	subscribe := func() {
-		ch, err := a.cfg.Store.Subscribe(ctx)
-		if err != nil {
-			if !notesDown {
-				log.Warn("model notifications unavailable; polling", "err", err)
-			}
-			notesDown = true
-			return
-		}
-		notesDown = false
-		notes = ch
-	}
-	subscribe()
-	reload()
-	// Poll fast until the first model arrives, so a fresh deployment starts
-	// as soon as one is promoted even without a notification.
-	interval := a.cfg.PollInterval
-	if a.model.Load() == nil {
-		interval = min(interval, 500*time.Millisecond)
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-runCtx.Done():
-			if a.model.Load() == nil {
-				return
-			}
-			runCtx = context.Background() // keep watching while draining
-		case _, ok := <-notes:
-			if !ok {
-				notes = nil // resubscribed at the next tick
-				continue
-			}
-			reload()
-		case <-t.C:
-			if notes == nil {
-				subscribe()
-			}
-			reload()
-			if interval != a.cfg.PollInterval && a.model.Load() != nil {
-				interval = a.cfg.PollInterval
-				t.Reset(interval)
-			}
-		}
-	}
 }
