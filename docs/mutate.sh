@@ -41,7 +41,7 @@ row_exclude() {
 	case $1 in
 	orlr) echo '(^|/)(config|kernel|model)\.go$' ;;
 	wire) echo '(^|/)(deadletter|messages|doc|annotation)\.go$' ;;
-	featurestore) echo '(^|/)(cache|compat|id|redis)\.go$' ;;
+	featurestore) echo '(^|/)(compat|id)\.go$' ;;
 	*) echo '' ;;
 	esac
 }

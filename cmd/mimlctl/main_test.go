@@ -25,6 +25,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -308,7 +309,7 @@ type registryEnv struct {
 func newRegistryEnv(t *testing.T) *registryEnv {
 	t.Helper()
 	redisAddr := redistest.Real(t)
-	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
+	rdb, err := redisflag.Dial(t.Context(), redisflag.Options{Addr: redisAddr})
 	if err != nil {
 		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
 	}

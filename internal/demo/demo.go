@@ -315,7 +315,7 @@ func liveSummary(ctx context.Context, w io.Writer, rc redisflag.Config, refits [
 	if err != nil {
 		return
 	}
-	rdb, err := featurestore.Connect(ctx, o)
+	rdb, err := redisflag.Dial(ctx, o)
 	if err != nil {
 		fmt.Fprintf(w, "  live quality: Redis unreachable: %v\n", err)
 		return
@@ -393,7 +393,7 @@ func startRedis(ctx context.Context, url string) (rc redisflag.Config, where str
 	}
 	// Fail now rather than have every service wait for a Redis that is
 	// not there.
-	rdb, err := featurestore.Connect(ctx, o)
+	rdb, err := redisflag.Dial(ctx, o)
 	if err != nil {
 		return rc, "", nil, err
 	}

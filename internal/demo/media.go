@@ -315,7 +315,7 @@ func serveStatus(ctx context.Context, g *errgroup.Group, listen string, brokers 
 	if err != nil {
 		return "", err
 	}
-	rdb, err := featurestore.Connect(ctx, o)
+	rdb, err := redisflag.Dial(ctx, o)
 	if err != nil {
 		return "", err
 	}

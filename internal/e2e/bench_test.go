@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -26,6 +27,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/kafkatest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
@@ -145,7 +147,7 @@ func benchPipeline(b *testing.B, external []string, codec kafka.Compression, for
 	// The pipeline.
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	brokers, topics, rawTopic := benchBroker(b, external, prefix)
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redistest.Addr()})
+	rdb, err := redisflag.Dial(context.Background(), redisflag.Options{Addr: redistest.Addr()})
 	if err != nil {
 		_, rdb, _ = streamtest.StartRedis(b)
 	} else {
@@ -167,7 +169,7 @@ func benchPipeline(b *testing.B, external []string, codec kafka.Compression, for
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, err := annotate.NewAnnotator(annotate.AnnotatorConfig{Brokers: brokers, GroupID: prefix + "-annotator", Topics: topics, Name: "bench",
-		Kinds: kinds, Store: reg, Cache: featurestore.NewCache(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
+		Kinds: kinds, Store: reg, Cache: featurecache.New(rdb, prefix+":features", time.Hour, 100000), Workers: workers,
 		BatchSize: 128, BatchWait: 5 * time.Millisecond, Compression: codec, Format: format, Linger: annLinger})
 	if err != nil {
 		b.Fatal(err)

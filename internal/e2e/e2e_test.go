@@ -19,6 +19,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
@@ -249,7 +250,7 @@ func TestRedisOutage(t *testing.T) {
 	a := e.startAnnotator("a1", annotatorOpts{redis: proxy.Addr(), listen: true})
 	streamtest.WaitFor(t, 20*time.Second, "annotator ready", func() bool { return a.readyVersion() == v1 })
 
-	rdb, err := featurestore.Connect(ctx, featurestore.Options{Addr: proxy.Addr()})
+	rdb, err := redisflag.Dial(ctx, redisflag.Options{Addr: proxy.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -92,7 +93,7 @@ func newEnv(t *testing.T) *env {
 func newEnvOn(t *testing.T, start func(wire.Topics) []string) *env {
 	t.Helper()
 	redisAddr := redistest.Real(t) // fails under CI=true when no Redis answers
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: redisAddr})
+	rdb, err := redisflag.Dial(context.Background(), redisflag.Options{Addr: redisAddr})
 	if err != nil {
 		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
 	}

@@ -14,8 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
@@ -44,12 +46,6 @@ func backendSuite() []struct {
 		{"PruneConcurrentWithPromote", testPruneConcurrentWithPromote},
 		{"Signing", testSigning},
 		{"IDsSurviveReset", testIDsSurviveReset},
-		{"CacheRoundTrip", testCacheRoundTrip},
-		{"CacheTTL", testCacheTTL},
-		{"CacheLRUAgainstReference", testCacheLRUAgainstReference},
-		{"CacheBoundConcurrent", testCacheBoundConcurrent},
-		{"CacheCorruptValueRefused", testCacheCorruptValueRefused},
-		{"CacheBytesAgainstReference", testCacheBytesAgainstReference},
 		{"PromoteGuard", testPromoteGuard},
 		{"PromoteIfCurrent", testPromoteIfCurrent},
 	}
@@ -65,7 +61,7 @@ func forEachBackend(t *testing.T, f backendTest) {
 		addr := redistest.Real(t)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		rdb, err := Connect(ctx, Options{Addr: addr})
+		rdb, err := redisflag.Dial(ctx, redisflag.Options{Addr: addr})
 		if err != nil {
 			t.Fatalf("Redis at %s answered PING but Connect failed: %v", addr, err)
 		}
@@ -83,15 +79,15 @@ func forEachBackend(t *testing.T, f backendTest) {
 
 // TestRedisCluster runs every backend test on a real three-node Redis
 // Cluster started on loopback (skipped when redis-server is not
-// installed): the registry's transactions, scripts and pub/sub, and the
-// cache's scripts, must work when keys are spread over nodes, which the
+// installed): the registry's transactions, scripts and pub/sub must work
+// when keys are spread over nodes, which the
 // hash tag in every key allows. The cluster is started once and shared;
 // each test has its own prefix.
 func TestRedisCluster(t *testing.T) {
 	addrs := redistest.StartCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	rdb, err := Connect(ctx, Options{Addr: strings.Join(addrs, ",")})
+	rdb, err := redisflag.Dial(ctx, redisflag.Options{Addr: strings.Join(addrs, ",")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +100,7 @@ func TestRedisCluster(t *testing.T) {
 	nodes := map[string]bool{}
 	for _, tc := range backendSuite() {
 		prefix := uniquePrefix(t)
-		node, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, base(prefix, ""))
+		node, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, featurecache.KeyBase(prefix, ""))
 		if err != nil {
 			t.Fatal(err)
 		}

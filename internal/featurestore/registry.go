@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
@@ -168,7 +169,7 @@ func WithVerifyKey(key ed25519.PublicKey) RegistryOption {
 // NewRegistry returns a registry whose keys start with "{prefix}" (default
 // prefix "mimlstream:models").
 func NewRegistry(rdb redis.UniversalClient, prefix string, opts ...RegistryOption) *Registry {
-	r := &Registry{rdb: rdb, base: base(prefix, "mimlstream:models")}
+	r := &Registry{rdb: rdb, base: featurecache.KeyBase(prefix, "mimlstream:models")}
 	for _, o := range opts {
 		o(r)
 	}

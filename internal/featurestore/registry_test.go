@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
 
 var abc = []string{"a", "b", "c"}
@@ -528,13 +529,12 @@ func TestRedisDown(t *testing.T) {
 	addr := closedAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := Connect(ctx, Options{Addr: addr}); err == nil {
+	if _, err := redisflag.Dial(ctx, redisflag.Options{Addr: addr}); err == nil {
 		t.Fatal("Connect to a closed port succeeded")
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	r := NewRegistry(rdb, "down")
-	c := NewCache(rdb, "down", time.Minute, 10)
 	blob := blobOf(t, "k", 1, abc, "")
 	ops := []struct {
 		name string
@@ -548,8 +548,6 @@ func TestRedisDown(t *testing.T) {
 		{"Rollback", func(ctx context.Context) error { _, err := r.Rollback(ctx); return err }},
 		{"Subscribe", func(ctx context.Context) error { _, err := r.Subscribe(ctx); return err }},
 		{"List", func(ctx context.Context) error { _, err := r.List(ctx); return err }},
-		{"Cache.Get", func(ctx context.Context) error { _, _, err := c.Get(ctx, "k"); return err }},
-		{"Cache.Put", func(ctx context.Context) error { return c.Put(ctx, "k", []float64{1}) }},
 	}
 	for _, tc := range ops {
 		t.Run(tc.name, func(t *testing.T) {

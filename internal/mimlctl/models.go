@@ -185,7 +185,7 @@ func ModelsCommand(ctx context.Context, env service.Env, kinds *models.Registry,
 	// command's error, which says the same with the address: kept quiet
 	// below ERROR.
 	redisflag.RouteLogs(slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	rdb, err := featurestore.Connect(ctx, o)
+	rdb, err := redisflag.Dial(ctx, o)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/quality"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
@@ -48,7 +49,7 @@ func browserAndRedis(t *testing.T, name string) (redis.UniversalClient, string) 
 		realpart.Missing(t, "headless Chromium is not installed at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
 	}
 	redisAddr := redistest.Real(t)
-	rdb, err := featurestore.Connect(t.Context(), featurestore.Options{Addr: redisAddr})
+	rdb, err := redisflag.Dial(t.Context(), redisflag.Options{Addr: redisAddr})
 	if err != nil {
 		t.Fatalf("Redis at %s answered PING but Connect failed: %v", redisAddr, err)
 	}

@@ -57,18 +57,27 @@ func Bag(d Doc, f text.Featurizer, classes []string) (*wire.BagMessage, error) {
 			m.SparseInstances[i].Idx, m.SparseInstances[i].Val = []int32{}, []float64{}
 		}
 	}
-	if d.Labels != nil {
-		m.Classes = classes
-		m.Labels = []int{}
-		for _, l := range d.Labels {
-			k := slices.Index(classes, l)
-			if k < 0 {
-				return nil, wire.Reject(wire.ReasonVocabulary, fmt.Errorf("document %q: label %q is not a class (%d classes)", d.ID, l, len(classes)))
-			}
-			m.Labels = append(m.Labels, k)
-		}
-		slices.Sort(m.Labels)
-		m.Labels = slices.Compact(m.Labels)
+	if err := label(m, d, classes); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// label gives m d's labels over the vocabulary classes.
+func label(m *wire.BagMessage, d Doc, classes []string) error {
+	if d.Labels == nil {
+		return nil
+	}
+	m.Classes = classes
+	m.Labels = []int{}
+	for _, l := range d.Labels {
+		k := slices.Index(classes, l)
+		if k < 0 {
+			return wire.Reject(wire.ReasonVocabulary, fmt.Errorf("document %q: label %q is not a class (%d classes)", d.ID, l, len(classes)))
+		}
+		m.Labels = append(m.Labels, k)
+	}
+	slices.Sort(m.Labels)
+	m.Labels = slices.Compact(m.Labels)
+	return nil
 }

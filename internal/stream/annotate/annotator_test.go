@@ -11,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -30,7 +31,7 @@ type harness struct {
 	brokers []string
 	topics  wire.Topics
 	reg     *featurestore.Registry
-	cache   *featurestore.Cache
+	cache   *featurecache.Cache
 	kinds   *models.Registry
 	stopRed func()
 }
@@ -41,7 +42,7 @@ func newHarness(t *testing.T) *harness {
 	brokers := streamtest.StartBroker(t, 3, topics.All()...)
 	_, rdb, stop := streamtest.StartRedis(t)
 	return &harness{t: t, brokers: brokers, topics: topics, reg: featurestore.NewRegistry(rdb, "t"),
-		cache: featurestore.NewCache(rdb, "tf", time.Minute, 10000), kinds: models.NewRegistry(streamtest.CentroidKind()), stopRed: stop}
+		cache: featurecache.New(rdb, "tf", time.Minute, 10000), kinds: models.NewRegistry(streamtest.CentroidKind()), stopRed: stop}
 }
 
 // publishModel fits the centroid model on ds and makes it current.

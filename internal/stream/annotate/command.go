@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
@@ -223,7 +224,7 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 			crdb = cacheRdb
 		}
 		acfg.CacheTimeout = cfg.CacheTimeout
-		acfg.Cache = featurestore.NewCache(crdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
+		acfg.Cache = featurecache.New(crdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
 	}
 	closeRedis := func() {
 		rdb.Close()

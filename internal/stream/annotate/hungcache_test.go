@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
@@ -44,11 +45,11 @@ func TestHungCacheRedisCostsABoundedDelay(t *testing.T) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	var rdb interface{ Close() error }
 	ctx := context.Background()
-	var cache *featurestore.Cache
+	var cache *featurecache.Cache
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := featurestore.Connect(ctx, featurestore.Options{Addr: addr})
+		c, err := redisflag.Dial(ctx, redisflag.Options{Addr: addr})
 		if err == nil {
-			rdb, cache = c, featurestore.NewCache(c, "hung", time.Minute, 0)
+			rdb, cache = c, featurecache.New(c, "hung", time.Minute, 0)
 			break
 		}
 		if time.Now().After(end) {

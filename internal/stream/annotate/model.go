@@ -24,7 +24,7 @@ type ModelStore interface {
 	Subscribe(ctx context.Context) (<-chan string, error)
 }
 
-// FeatureCache stores mapped instance vectors (featurestore.Cache).
+// FeatureCache stores mapped instance vectors (featurecache.Cache).
 type FeatureCache interface {
 	Get(ctx context.Context, key string) ([]float64, bool, error)
 	Put(ctx context.Context, key string, v []float64) error

@@ -14,6 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -47,7 +48,7 @@ func TestCachedMapperMatchesDirectAnnotation(t *testing.T) {
 	}
 	fm := m.(models.FeatureMapper)
 	_, rdb, _ := streamtest.StartRedis(t)
-	redisCache := &cachedMapper{cache: featurestore.NewCache(rdb, "c", time.Minute, 1000), log: slog.New(slog.DiscardHandler), cooldown: time.Minute}
+	redisCache := &cachedMapper{cache: featurecache.New(rdb, "c", time.Minute, 1000), log: slog.New(slog.DiscardHandler), cooldown: time.Minute}
 	fail := &failingCache{}
 	downCache := &cachedMapper{cache: fail, log: slog.New(slog.DiscardHandler), cooldown: time.Minute}
 	instances := 0

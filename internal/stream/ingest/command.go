@@ -13,16 +13,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -54,6 +57,14 @@ type Config struct {
 	MinBodyRate      int64
 	MinBodyRateGrace time.Duration
 	Timeouts         httpguard.Timeouts
+	// FeatureCache is the Redis of the feature cache (redisflag.Config's
+	// Addr: host:port, a redis:// or rediss:// URL with the credentials,
+	// or cluster seeds); "" featurizes every photo and document.
+	FeatureCache    string
+	CachePrefix     string
+	CacheTTL        time.Duration
+	CacheMaxEntries int
+	CacheMaxBytes   int64
 }
 
 // DefaultConfig returns the defaults of the ingest flags.
@@ -61,7 +72,8 @@ func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
 		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true, InFlight: 4, Compression: "none", Linger: kafkaio.DefaultLinger, WireFormat: wire.FormatJSON,
 		MaxBodyBytes: 64 << 20, MaxConcurrent: 8, MinBodyRate: 1024, MinBodyRateGrace: 10 * time.Second,
-		Timeouts: httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute}}
+		Timeouts:    httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute},
+		CachePrefix: "mimlstream:features", CacheTTL: 24 * time.Hour, CacheMaxEntries: 100_000, CacheMaxBytes: 256 << 20}
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -93,6 +105,11 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
 	fs.BoolVar(&c.Progress, "progress", c.Progress, "show a progress bar for files")
+	fs.StringVar(&c.FeatureCache, "feature-cache-redis", c.FeatureCache, "Redis `address` of the feature cache (host:port, a redis:// or rediss:// URL with its credentials, or Redis Cluster nodes): a photo or document already featurized, by any door, is not featurized again (empty: no cache)")
+	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache (the annotators' default: one bound for both)")
+	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL, renewed by each hit")
+	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound (0: none)")
+	fs.Int64Var(&c.CacheMaxBytes, "cache-max-bytes", c.CacheMaxBytes, "bytes of cached entries kept, the least recently used evicted first (0: no bound); keep it well below Redis's maxmemory when the Redis holds the model registry")
 }
 
 // checkSource requires exactly one source of bags, and HTTP settings only
@@ -184,7 +201,12 @@ passages as --data does), the query names it (id, default its SHA-256; uri),
 and labels=a,b with classes=a,b,c label it over a vocabulary. 200: its bag
 published; 422: refused with its reason (media: corrupt, unsupported, a
 decompression bomb or not UTF-8; vocabulary) and dead-lettered; 415: neither
-an image nor text.`, env.Stderr)
+an image nor text.
+
+--feature-cache-redis keeps featurized photos and documents in Redis by
+featurizer and SHA-256, shared by every door and replica and by the
+annotators' cache bound: media sent again are not featurized again
+(metric mimlstream.ingest.media_cache, by medium and result).`, env.Stderr)
 	cfg := DefaultConfig()
 	cfg.register(fs)
 	if err := service.ParseFlags(fs, args); err != nil {
@@ -215,6 +237,7 @@ type Service struct {
 	env  service.Env
 	rt   *service.Runtime
 	pub  *Publisher
+	rdb  redis.UniversalClient // the feature cache's; nil without one
 }
 
 // New starts the service (logger, telemetry, topics) and its publisher.
@@ -227,26 +250,44 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := NewPublisher(PublisherConfig{Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
+	pc := PublisherConfig{Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topics: cfg.Kafka.Topics, LabelFraction: cfg.LabelFraction,
 		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes,
-		InFlight: cfg.InFlight, Compression: cfg.Compression.Codec(), Linger: cfg.Linger, Format: cfg.WireFormat, Obs: rt.Obs()})
+		InFlight: cfg.InFlight, Compression: cfg.Compression.Codec(), Linger: cfg.Linger, Format: cfg.WireFormat, Obs: rt.Obs()}
+	var rdb redis.UniversalClient
+	if cfg.FeatureCache != "" {
+		// Waits for Redis as the annotator does: started before it,
+		// ingest must not exit.
+		if rdb, err = (redisflag.Config{Addr: cfg.FeatureCache}).Connect(ctx, rt.Log); err != nil {
+			rt.Close()
+			return nil, err
+		}
+		pc.MediaCache = featurecache.New(rdb, cfg.CachePrefix, cfg.CacheTTL, cfg.CacheMaxEntries).WithMaxBytes(cfg.CacheMaxBytes)
+	}
+	pub, err := NewPublisher(pc)
 	if err != nil {
+		if rdb != nil {
+			rdb.Close()
+		}
 		rt.Close()
 		return nil, err
 	}
 	hc.Metrics = rt.Telemetry.MetricsHandler
 	brokers, conn := cfg.Kafka.Brokers, rt.Kafka
 	hc.Ready = func(ctx context.Context) error { return conn.Check(ctx, brokers, 2*time.Second) }
-	return &Service{cfg: cfg, http: hc, env: env, rt: rt, pub: pub}, nil
+	return &Service{cfg: cfg, http: hc, env: env, rt: rt, pub: pub, rdb: rdb}, nil
 }
 
 // Publisher returns the service's publisher.
 func (s *Service) Publisher() *Publisher { return s.pub }
 
-// Close flushes and closes the publisher and the telemetry.
+// Close flushes and closes the publisher, the feature cache's client and
+// the telemetry.
 func (s *Service) Close() {
 	if err := s.pub.Close(); err != nil {
 		s.rt.Log.Warn("close publisher", "err", err)
+	}
+	if s.rdb != nil {
+		_ = s.rdb.Close()
 	}
 	s.rt.Close()
 }

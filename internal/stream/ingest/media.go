@@ -16,6 +16,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
+	"github.com/mimlstream/mimlstream/internal/media/text"
+	"github.com/mimlstream/mimlstream/internal/media/textbag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -25,8 +27,7 @@ import (
 // read (corrupt, unsupported, over the byte or pixel limit) or names a
 // label outside classes is dead-lettered with its reason and returned; the
 // dead letter's original is its manifest line or name (orig[i]), never the
-// image. Media bags go as JSON whatever the wire format: the binary
-// encoding has no provenance fields.
+// image. Bags go in the configured wire format, provenance included.
 func (p *Publisher) PublishPhotos(ctx context.Context, f *imagefeat.Featurizer, classes []string, lim photo.Limits, photos []photobag.Photo, orig [][]byte) ([]Rejection, error) {
 	if len(orig) != len(photos) {
 		return nil, fmt.Errorf("publish photos: %d originals for %d photos", len(orig), len(photos))
@@ -41,9 +42,10 @@ func (p *Publisher) PublishPhotos(ctx context.Context, f *imagefeat.Featurizer, 
 }
 
 // publishMedia publishes the bags build makes of len(orig) photos or
-// documents, as JSON (the binary encoding has no provenance fields). One
-// that build refuses is rejected with build's error and dead-lettered with
-// orig[i] as its original.
+// documents in the configured wire format (built as JSON, transcoded when
+// the format is the binary one, as PublishRaw does). One that build
+// refuses is rejected with build's error and dead-lettered with orig[i]
+// (JSON: a manifest line or a name) as its original.
 func (p *Publisher) publishMedia(ctx context.Context, orig [][]byte, build func(i int) (*wire.BagMessage, error), id func(i int) string) ([]Rejection, error) {
 	msgs := make([]*wire.BagMessage, len(orig))
 	errs := make([]error, len(orig))
@@ -59,7 +61,7 @@ func (p *Publisher) publishMedia(ctx context.Context, orig [][]byte, build func(
 		}
 		msgs[i] = m
 	}
-	_, rej, err := p.publish(ctx, raws, wire.FormatJSON, false, func(i int) (*wire.BagMessage, error) {
+	_, rej, err := p.publish(ctx, raws, wire.FormatJSON, p.cfg.Format == wire.FormatProtobuf, func(i int) (*wire.BagMessage, error) {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
@@ -156,13 +158,29 @@ func (p *Publisher) photoBag(ctx context.Context, ph photobag.Photo, f *imagefea
 		return photobag.Bag(ph, f, classes, lim)
 	}
 	m, hit, cerr, err := photobag.CachedBag(ctx, p.cfg.MediaCache, ph, f, classes, lim)
+	p.countCache(ctx, "photo", ph.ID, hit, cerr)
+	return m, err
+}
+
+// documentBag is textbag.Bag through the media cache when there is one,
+// as photoBag is for photos.
+func (p *Publisher) documentBag(ctx context.Context, d textbag.Doc, f text.Featurizer, classes []string) (*wire.BagMessage, error) {
+	if p.cfg.MediaCache == nil {
+		return textbag.Bag(d, f, classes)
+	}
+	m, hit, cerr, err := textbag.CachedBag(ctx, p.cfg.MediaCache, d, f, classes)
+	p.countCache(ctx, "document", d.ID, hit, cerr)
+	return m, err
+}
+
+// countCache counts one media cache lookup and logs a cache failure.
+func (p *Publisher) countCache(ctx context.Context, medium, id string, hit bool, cerr error) {
 	if cerr != nil {
-		p.cfg.Obs.Logger.Warn("media cache", "photo", ph.ID, "err", cerr)
+		p.cfg.Obs.Logger.Warn("media cache", medium, id, "err", cerr)
 	}
 	result := "miss"
 	if hit {
 		result = "hit"
 	}
-	p.m.mediaCache.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
-	return m, err
+	p.m.mediaCache.Add(ctx, 1, metric.WithAttributes(attribute.String("medium", medium), attribute.String("result", result)))
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
@@ -90,17 +90,19 @@ func TestPublishPhotos(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("rejected %v, want %v", got, want)
 	}
-	// The bag on the train topic: JSON whatever the configured format,
-	// one region per instance, the photo's hash and the featurizer's name.
+	// The bag on the train topic: in the configured format (the binary
+	// one, provenance included), one region per instance, the photo's
+	// hash and the featurizer's name.
 	tctx, tcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer tcancel()
 	var bag *wire.BagMessage
 	v, _ := wire.NewValidator(0)
 	_ = kafkaio.Tail(tctx, brokers, kafkasec.Conn{}, topics.Train, func(m kafka.Message) error {
-		if ct := kafkaio.ContentType(m.Headers); ct != wire.ContentTypeJSON {
-			t.Errorf("media bag sent as %q", ct)
+		ct := kafkaio.ContentType(m.Headers)
+		if ct != wire.ContentTypeProtobuf {
+			t.Errorf("media bag sent as %q, the configured format is protobuf", ct)
 		}
-		bag, err = v.DecodeBag(m.Value)
+		bag, err = v.DecodeBagAs(ct, m.Value)
 		tcancel()
 		return err
 	})
@@ -166,9 +168,9 @@ func TestIngestPhotoManifestAndFolder(t *testing.T) {
 }
 
 // countingCache counts the lookups that hit and the entries written (one
-// per photo featurized) of a featurestore.Cache.
+// per photo featurized) of a featurecache.Cache.
 type countingCache struct {
-	c          *featurestore.Cache
+	c          *featurecache.Cache
 	hits, puts int
 }
 
@@ -200,7 +202,7 @@ func TestPhotoSentTwiceFeaturizedOnce(t *testing.T) {
 			rdb.Del(context.Background(), keys...)
 		}
 	})
-	cache := &countingCache{c: featurestore.NewCache(rdb, prefix, time.Hour, 100)}
+	cache := &countingCache{c: featurecache.New(rdb, prefix, time.Hour, 100)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	good, err := os.ReadFile("../../../testdata/msrc_v2_sample/images/12_29_s.jpg")

@@ -16,9 +16,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/httpguard"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
-	"github.com/mimlstream/mimlstream/internal/media/photobag"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/sample"
@@ -63,10 +63,10 @@ type PublisherConfig struct {
 	// InFlight bounds the batches of one stream (a file, standard input,
 	// an HTTP request) published concurrently; <= 0 means 4.
 	InFlight int
-	// MediaCache, when non-nil, keeps featurized photos by featurizer and
-	// media hash (featurestore.Cache): a photo sent again is not decoded
-	// nor featurized again (PublishPhotos).
-	MediaCache photobag.Cache
+	// MediaCache, when non-nil, keeps featurized photos and documents by
+	// featurizer and media hash (a *featurecache.Cache): media sent again,
+	// by any door, are not decoded nor featurized again.
+	MediaCache featurecache.Raw
 	Obs        service.Observability
 }
 
@@ -136,7 +136,8 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // publisherMetrics are counters of the bags published and rejected.
 type publisherMetrics struct {
 	published, labeled, rejected metric.Int64Counter
-	// mediaCache counts PublishPhotos' cache lookups by result (hit, miss).
+	// mediaCache counts the media doors' cache lookups by medium (photo,
+	// document) and result (hit, miss).
 	mediaCache metric.Int64Counter
 }
 
@@ -150,8 +151,8 @@ func (p *Publisher) initMetrics() error {
 	errs = append(errs, err)
 	p.m.rejected, err = mt.Int64Counter("mimlstream.ingest.rejected", metric.WithUnit("{bag}"), metric.WithDescription("Bags rejected (dead-lettered when a dead-letter topic is set), by reason."))
 	errs = append(errs, err)
-	p.m.mediaCache, err = mt.Int64Counter("mimlstream.ingest.media_cache", metric.WithUnit("{photo}"),
-		metric.WithDescription("Photos looked up in the feature cache by featurizer and media hash, by result: hit (not featurized again) or miss."))
+	p.m.mediaCache, err = mt.Int64Counter("mimlstream.ingest.media_cache", metric.WithUnit("{medium}"),
+		metric.WithDescription("Photos and documents looked up in the feature cache by featurizer and media hash, by medium (photo, document) and result: hit (not featurized again) or miss."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -161,8 +162,10 @@ func (p *Publisher) initMetrics() error {
 	ctx := context.Background()
 	p.m.published.Add(ctx, 0)
 	p.m.labeled.Add(ctx, 0)
-	for _, r := range []string{"hit", "miss"} {
-		p.m.mediaCache.Add(ctx, 0, metric.WithAttributes(attribute.String("result", r)))
+	for _, medium := range []string{"photo", "document"} {
+		for _, r := range []string{"hit", "miss"} {
+			p.m.mediaCache.Add(ctx, 0, metric.WithAttributes(attribute.String("medium", medium), attribute.String("result", r)))
+		}
 	}
 	for _, r := range wire.Reasons() {
 		p.m.rejected.Add(ctx, 0, metric.WithAttributes(attribute.String("reason", string(r))))

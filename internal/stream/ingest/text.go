@@ -29,7 +29,7 @@ func (p *Publisher) PublishDocuments(ctx context.Context, f text.Featurizer, cla
 		if d.Labels != nil && !p.KeepLabels(d.ID) {
 			d.Labels = nil
 		}
-		return textbag.Bag(d, f, classes)
+		return p.documentBag(ctx, d, f, classes)
 	}, func(i int) string { return docs[i].ID })
 }
 
@@ -86,7 +86,7 @@ func (s *Service) ingestDocuments(ctx context.Context, path string, folder bool)
 	if s.cfg.Limit > 0 && s.cfg.Limit < len(entries) {
 		entries = entries[:s.cfg.Limit]
 	}
-	classes := documentClasses(dir, entries)
+	classes := text.Classes(dir, entries)
 	f := defaultTextFeaturizer()
 	var err error
 	bar := newBar(s.env, s.cfg.Progress, len(entries), "publishing documents of "+path)
@@ -132,28 +132,4 @@ func (s *Service) ingestDocuments(ctx context.Context, path string, folder bool)
 func defaultTextFeaturizer() text.Featurizer {
 	return text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Windows, Window: text.DefaultWindow, Stride: text.DefaultStride},
 		Dim: text.DefaultDim, TF: text.Log, Terms: text.NewTermCache(1 << 20)}
-}
-
-// documentClasses is the class vocabulary of documents: classes.json
-// beside the manifest ({"classes": [...]}) when there is one, else the
-// sorted labels of the entries.
-func documentClasses(dir string, entries []text.Entry) []string {
-	if b, err := os.ReadFile(filepath.Join(dir, "classes.json")); err == nil {
-		var c struct {
-			Classes []string `json:"classes"`
-		}
-		if json.Unmarshal(b, &c) == nil && len(c.Classes) > 0 {
-			return c.Classes
-		}
-	}
-	var out []string
-	for _, e := range entries {
-		for _, l := range e.Labels {
-			if !slices.Contains(out, l) {
-				out = append(out, l)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }

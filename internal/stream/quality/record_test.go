@@ -13,6 +13,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
@@ -115,7 +116,7 @@ func TestFlushKeepsScoresWhileRedisIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: proxy.Addr()})
+	prdb, err := redisflag.Dial(context.Background(), redisflag.Options{Addr: proxy.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}

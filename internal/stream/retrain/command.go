@@ -307,7 +307,7 @@ current version served by the annotators.`, env.Stderr)
 	if err != nil {
 		return err
 	}
-	rdb, err := featurestore.Connect(ctx, o)
+	rdb, err := redisflag.Dial(ctx, o)
 	if err != nil {
 		return err
 	}

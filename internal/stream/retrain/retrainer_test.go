@@ -21,6 +21,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
@@ -218,7 +219,7 @@ func TestRetrainerWaitsOutRedisOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Down()
-	rdb, err := featurestore.Connect(context.Background(), featurestore.Options{Addr: proxy.Addr()})
+	rdb, err := redisflag.Dial(context.Background(), redisflag.Options{Addr: proxy.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 )
 
 // The helpers below are shared by the tests of the stream packages and the
@@ -44,7 +45,7 @@ func StartRedis(t testing.TB) (addr string, rdb redis.UniversalClient, stop func
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	rdb, err = featurestore.Connect(context.Background(), featurestore.Options{Addr: addr})
+	rdb, err = redisflag.Dial(context.Background(), redisflag.Options{Addr: addr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package redisflag holds the settings of the Redis behind the model
 // registry and the feature cache, their flags, and the connection the
-// annotate and retrain services make at start-up. It is apart from package
-// service because ingest does not use Redis.
+// services make at start-up (Dial: the client, single-node or cluster, with
+// TLS). It links no model code, so every command may use it: ingest's
+// feature cache connects through it too.
 package redisflag
 
 import (
@@ -18,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
-	"github.com/mimlstream/mimlstream/internal/featurestore"
 )
 
 // Config says how to reach the Redis holding the model registry and the
@@ -65,8 +65,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 // Options converts the settings, reading a URL when one is given and the
 // password file. A bad URL, a password given twice or an unreadable
 // password file is a usage error.
-func (c Config) Options() (featurestore.Options, error) {
-	o := featurestore.Options{Addr: c.Addr, Cluster: c.Cluster, Username: c.Username, Password: c.Password, DB: c.DB,
+func (c Config) Options() (Options, error) {
+	o := Options{Addr: c.Addr, Cluster: c.Cluster, Username: c.Username, Password: c.Password, DB: c.DB,
 		TLS: c.TLS, TLSCAFile: c.TLSCA, TLSCertFile: c.TLSCert, TLSKeyFile: c.TLSKey, TLSServerName: c.TLSServerName, TLSInsecureSkipVerify: c.TLSInsecure}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return o, cli.Usagef("--redis-tls-cert and --redis-tls-key go together")
@@ -147,7 +147,7 @@ func (c Config) Connect(ctx context.Context, log *slog.Logger) (redis.UniversalC
 	RouteLogs(log)
 	backoff := 200 * time.Millisecond
 	for {
-		rdb, err := featurestore.Connect(ctx, o)
+		rdb, err := Dial(ctx, o)
 		if err == nil {
 			log.Info("redis connected", "redis", o)
 			return rdb, nil

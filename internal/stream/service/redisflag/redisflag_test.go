@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mimlstream/mimlstream/internal/cli"
-	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
@@ -25,20 +24,20 @@ func TestRedisOptions(t *testing.T) {
 	}
 	cases := []struct {
 		in   Config
-		want featurestore.Options
+		want Options
 	}{
-		{Config{Addr: "h:1", Password: "p", DB: 3}, featurestore.Options{Addr: "h:1", Password: "p", DB: 3}},
-		{Config{Addr: "redis://u:pw@h:6380/2"}, featurestore.Options{Addr: "h:6380", Username: "u", Password: "pw", DB: 2}},
-		{Config{Addr: "rediss://h:6380"}, featurestore.Options{Addr: "h:6380", TLS: true}},
-		{Config{Addr: "redis://h:6380", Password: "flag"}, featurestore.Options{Addr: "h:6380", Password: "flag"}},
-		{Config{Addr: "redis://h:6380", DB: 4}, featurestore.Options{Addr: "h:6380", DB: 4}},
-		{Config{Addr: "redis://h:6380/1", DB: 4}, featurestore.Options{Addr: "h:6380", DB: 1}},
-		{Config{Addr: "h:1", PasswordFile: pwFile}, featurestore.Options{Addr: "h:1", Password: "from-file"}},
-		{Config{Addr: "a:1,b:2,c:3"}, featurestore.Options{Addr: "a:1,b:2,c:3"}},
-		{Config{Addr: "a:1", Cluster: true}, featurestore.Options{Addr: "a:1", Cluster: true}},
+		{Config{Addr: "h:1", Password: "p", DB: 3}, Options{Addr: "h:1", Password: "p", DB: 3}},
+		{Config{Addr: "redis://u:pw@h:6380/2"}, Options{Addr: "h:6380", Username: "u", Password: "pw", DB: 2}},
+		{Config{Addr: "rediss://h:6380"}, Options{Addr: "h:6380", TLS: true}},
+		{Config{Addr: "redis://h:6380", Password: "flag"}, Options{Addr: "h:6380", Password: "flag"}},
+		{Config{Addr: "redis://h:6380", DB: 4}, Options{Addr: "h:6380", DB: 4}},
+		{Config{Addr: "redis://h:6380/1", DB: 4}, Options{Addr: "h:6380", DB: 1}},
+		{Config{Addr: "h:1", PasswordFile: pwFile}, Options{Addr: "h:1", Password: "from-file"}},
+		{Config{Addr: "a:1,b:2,c:3"}, Options{Addr: "a:1,b:2,c:3"}},
+		{Config{Addr: "a:1", Cluster: true}, Options{Addr: "a:1", Cluster: true}},
 		{Config{Addr: "rediss://h:1", TLSCA: "ca.pem", TLSCert: "c.pem", TLSKey: "k.pem", TLSServerName: "redis.internal"},
-			featurestore.Options{Addr: "h:1", TLS: true, TLSCAFile: "ca.pem", TLSCertFile: "c.pem", TLSKeyFile: "k.pem", TLSServerName: "redis.internal"}},
-		{Config{Addr: "h:1", TLSInsecure: true}, featurestore.Options{Addr: "h:1", TLSInsecureSkipVerify: true}},
+			Options{Addr: "h:1", TLS: true, TLSCAFile: "ca.pem", TLSCertFile: "c.pem", TLSKeyFile: "k.pem", TLSServerName: "redis.internal"}},
+		{Config{Addr: "h:1", TLSInsecure: true}, Options{Addr: "h:1", TLSInsecureSkipVerify: true}},
 	}
 	for _, c := range cases {
 		got, err := c.in.Options()

@@ -1,12 +1,4 @@
-// Package featurestore keeps the service's shared state in Redis: an
-// immutable, checksummed and optionally signed model registry with
-// "current"/"previous" aliases and change notifications (Registry), and a
-// bounded cache of feature vectors (Cache).
-//
-// Every key of a Registry or Cache carries the hash tag "{prefix}", so all
-// keys of one instance hash to one Redis Cluster slot and the multi-key
-// transactions and scripts below stay legal on a cluster.
-package featurestore
+package redisflag
 
 import (
 	"context"
@@ -119,12 +111,12 @@ func (o Options) TLSConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Connect opens a client, a single-node one or a Redis Cluster one (see
+// Dial opens a client, a single-node one or a Redis Cluster one (see
 // Options.Addr and Options.Cluster), and pings the server, so a wrong
 // address, password or certificate fails at start-up with a clear message
 // rather than at the first request. The ping is bounded by ctx and by a
 // 5 s dial timeout.
-func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
+func Dial(ctx context.Context, o Options) (redis.UniversalClient, error) {
 	addrs := o.Addrs()
 	if len(addrs) == 0 {
 		return nil, errors.New("redis: empty address")
@@ -179,13 +171,4 @@ func ping(ctx context.Context, rdb redis.UniversalClient) error {
 		return fmt.Errorf("ping: %w", err)
 	}
 	return nil
-}
-
-// base returns the key base for prefix: the prefix in braces, so that it is
-// the Redis Cluster hash tag of every key built on it.
-func base(prefix, def string) string {
-	if prefix == "" {
-		prefix = def
-	}
-	return "{" + prefix + "}"
 }

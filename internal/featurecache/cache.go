@@ -1,4 +1,14 @@
-package featurestore
+// Package featurecache is the service's bounded cache in Redis: mapped
+// instance vectors for the annotators (Get, Put) and featurized media for
+// every door that takes photos and documents (GetRaw, PutRaw, keyed by
+// featurizer and media hash: MediaKey). It is apart from the model
+// registry (package featurestore) so that ingest, which links no model
+// code, may use it.
+//
+// Every key carries the hash tag "{prefix}" (KeyBase), so all keys of one
+// cache hash to one Redis Cluster slot and its multi-key scripts stay
+// legal on a cluster.
+package featurecache
 
 import (
 	"context"
@@ -51,14 +61,27 @@ func (c *Cache) WithMaxBytes(n int64) *Cache {
 	return c
 }
 
-// NewCache returns a cache whose keys start with "{prefix}" (default prefix
+// New returns a cache whose keys start with "{prefix}" (default prefix
 // "mimlstream:features"). ttl <= 0 disables expiry; maxEntries <= 0
 // disables the size bound.
-func NewCache(rdb redis.UniversalClient, prefix string, ttl time.Duration, maxEntries int) *Cache {
+func New(rdb redis.UniversalClient, prefix string, ttl time.Duration, maxEntries int) *Cache {
 	if ttl > 0 && ttl < time.Millisecond {
 		ttl = time.Millisecond // Redis TTLs have millisecond resolution
 	}
-	return &Cache{rdb: rdb, base: base(prefix, "mimlstream:features"), ttl: ttl, max: maxEntries}
+	return &Cache{rdb: rdb, base: KeyBase(prefix, "mimlstream:features"), ttl: ttl, max: maxEntries}
+}
+
+// ErrCorrupt marks a stored value the cache cannot have written.
+var ErrCorrupt = errors.New("corrupt cache entry")
+
+// KeyBase returns the key base for prefix (def when empty): the prefix in
+// braces, so that it is the Redis Cluster hash tag of every key built on
+// it. The model registry builds its keys on it too.
+func KeyBase(prefix, def string) string {
+	if prefix == "" {
+		prefix = def
+	}
+	return "{" + prefix + "}"
 }
 
 func (c *Cache) entryKey(key string) string { return c.base + ":e:" + key }

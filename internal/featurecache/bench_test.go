@@ -1,4 +1,4 @@
-package featurestore
+package featurecache
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
+	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/testsupport/realpart"
 	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
@@ -18,7 +19,7 @@ import (
 func benchClient(b *testing.B) (redis.UniversalClient, string) {
 	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Second)
 	defer cancel()
-	if rdb, err := Connect(ctx, Options{Addr: redistest.Addr()}); err == nil {
+	if rdb, err := redisflag.Dial(ctx, redisflag.Options{Addr: redistest.Addr()}); err == nil {
 		b.Cleanup(func() { _ = rdb.Close() })
 		return rdb, "real"
 	}
@@ -38,7 +39,7 @@ func benchClient(b *testing.B) (redis.UniversalClient, string) {
 // maintaining the LRU index and sliding TTL) with a plain GET and SET PX of
 // the same encoded vector: the ratio is the price of the size bound.
 //
-//	go test -run '^$' -bench BenchmarkCache -count 5 ./internal/featurestore
+//	go test -run '^$' -bench BenchmarkCache -count 5 ./internal/featurecache
 func BenchmarkCache(b *testing.B) {
 	rdb, backend := benchClient(b)
 	prefix := fmt.Sprintf("mimlstream-bench:%d", time.Now().UnixNano())
@@ -57,7 +58,7 @@ func BenchmarkCache(b *testing.B) {
 			v[i] = float64(i) / 3
 		}
 		enc := encodeFloats(v)
-		c := NewCache(rdb, fmt.Sprintf("%s:%d", prefix, dim), time.Hour, keys/2)
+		c := New(rdb, fmt.Sprintf("%s:%d", prefix, dim), time.Hour, keys/2)
 		plain := func(i int) string { return fmt.Sprintf("%s:plain:%d:%d", prefix, dim, i%keys) }
 		name := fmt.Sprintf("%s/dim=%d", backend, dim)
 		b.Run(name+"/put/plain-SET", func(b *testing.B) {

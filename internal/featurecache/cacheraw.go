@@ -1,4 +1,4 @@
-package featurestore
+package featurecache
 
 import (
 	"context"

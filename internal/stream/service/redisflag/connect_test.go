@@ -1,4 +1,4 @@
-package featurestore
+package redisflag
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func freePort(t *testing.T) int {
 
 // TestConnectTLS connects to a real TLS-only Redis that requires a client
 // certificate: the CA file, the client certificate and key, the server name
-// and the password each matter, and each mistake fails Connect with an
+// and the password each matter, and each mistake fails Dial with an
 // error that says what went wrong.
 func TestConnectTLS(t *testing.T) {
 	ca := tlstest.NewCA(t, "redis-ca")
@@ -103,25 +103,23 @@ func TestConnectTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			rdb, err := Connect(ctx, tc.o)
+			rdb, err := Dial(ctx, tc.o)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer rdb.Close()
-				r := NewRegistry(rdb, "tls-test")
-				m, err := r.Put(ctx, blobOf(t, "k", 1, abc, "over TLS"), VersionMeta{})
-				if err != nil {
+				if err := rdb.Set(ctx, "tls-test", "over TLS", time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := r.Get(ctx, m.Version); err != nil {
-					t.Fatal(err)
+				if v, err := rdb.Get(ctx, "tls-test").Result(); err != nil || v != "over TLS" {
+					t.Fatalf("read back %q, %v", v, err)
 				}
 				return
 			}
 			if err == nil {
 				rdb.Close()
-				t.Fatalf("Connect succeeded, want an error mentioning %q", tc.wantErr)
+				t.Fatalf("Dial succeeded, want an error mentioning %q", tc.wantErr)
 			}
 			if !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %q does not mention %q", err, tc.wantErr)
@@ -142,7 +140,7 @@ func TestOptionsLogValueHidesPassword(t *testing.T) {
 }
 
 func TestConnectClusterRefusesDB(t *testing.T) {
-	if _, err := Connect(t.Context(), Options{Addr: "127.0.0.1:1,127.0.0.1:2", DB: 3}); err == nil || !strings.Contains(err.Error(), "only database 0") {
+	if _, err := Dial(t.Context(), Options{Addr: "127.0.0.1:1,127.0.0.1:2", DB: 3}); err == nil || !strings.Contains(err.Error(), "only database 0") {
 		t.Errorf("cluster with db 3: %v", err)
 	}
 }

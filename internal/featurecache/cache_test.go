@@ -1,4 +1,4 @@
-package featurestore
+package featurecache
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ func testCacheRoundTrip(t *testing.T, rdb redis.UniversalClient, prefix string) 
 		{"long", long},
 	}
 	ctx := testCtx(t)
-	c := NewCache(rdb, prefix, time.Minute, 100)
+	c := New(rdb, prefix, time.Minute, 100)
 	if _, ok, err := c.Get(ctx, "absent"); ok || err != nil {
 		t.Fatalf("Get(absent) = %v, %v; want miss", ok, err)
 	}
@@ -68,7 +68,7 @@ func TestCacheTTL(t *testing.T) { forEachBackend(t, testCacheTTL) }
 func testCacheTTL(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
 	const ttl = 100 * time.Millisecond
-	c := NewCache(rdb, prefix, ttl, 10)
+	c := New(rdb, prefix, ttl, 10)
 	if err := c.Put(ctx, "k", []float64{1}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func testCacheTTL(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 
 	// Sliding TTL: a hit restores the full TTL.
-	long := NewCache(rdb, prefix+":long", time.Hour, 10)
+	long := New(rdb, prefix+":long", time.Hour, 10)
 	if err := long.Put(ctx, "k", []float64{1}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func testCacheTTL(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 
 	// ttl 0: no expiry.
-	forever := NewCache(rdb, prefix+":forever", 0, 10)
+	forever := New(rdb, prefix+":forever", 0, 10)
 	if err := forever.Put(ctx, "k", []float64{1}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func testCacheLRUAgainstReference(t *testing.T, rdb redis.UniversalClient, prefi
 
 func testCacheLRU(t *testing.T, rdb redis.UniversalClient, prefix string, max int) {
 	ctx := testCtx(t)
-	c := NewCache(rdb, prefix, time.Hour, max)
+	c := New(rdb, prefix, time.Hour, max)
 	ref := refLRU{max: max}
 	rng := rand.New(rand.NewPCG(uint64(max), 7))
 	for step := range 400 {
@@ -179,7 +179,7 @@ func TestCacheBoundConcurrent(t *testing.T) { forEachBackend(t, testCacheBoundCo
 func testCacheBoundConcurrent(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	const max, writers, perWriter = 10, 8, 40
 	ctx := testCtx(t)
-	c := NewCache(rdb, prefix, time.Hour, max)
+	c := New(rdb, prefix, time.Hour, max)
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*perWriter)
 	for w := range writers {
@@ -214,7 +214,7 @@ func TestCacheCorruptValueRefused(t *testing.T) { forEachBackend(t, testCacheCor
 
 func testCacheCorruptValueRefused(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
-	c := NewCache(rdb, prefix, time.Minute, 10)
+	c := New(rdb, prefix, time.Minute, 10)
 	if err := c.Put(ctx, "k", []float64{1, 2}); err != nil {
 		t.Fatal(err)
 	}

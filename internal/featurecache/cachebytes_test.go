@@ -1,4 +1,4 @@
-package featurestore
+package featurecache
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func TestCacheBytesAgainstReference(t *testing.T) {
 func testCacheBytesAgainstReference(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
 	const max = 400 // bytes: 1 to 8 values of up to 12 floats
-	c := NewCache(rdb, prefix, time.Hour, 0).WithMaxBytes(max)
+	c := New(rdb, prefix, time.Hour, 0).WithMaxBytes(max)
 	ref := refBytesLRU{max: max, sizes: map[string]int{}}
 	rng := rand.New(rand.NewPCG(3, 7))
 	for step := range 600 {
