@@ -22,11 +22,8 @@ import (
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/eval"
 	"github.com/mimlstream/mimlstream/internal/measure"
-	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
-	"github.com/mimlstream/mimlstream/internal/media/photobag"
-	"github.com/mimlstream/mimlstream/internal/media/photoeval"
+	"github.com/mimlstream/mimlstream/internal/media/mediaset"
 	"github.com/mimlstream/mimlstream/internal/media/text"
-	"github.com/mimlstream/mimlstream/internal/media/texteval"
 	"github.com/mimlstream/mimlstream/internal/media/tfidf"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
@@ -157,25 +154,20 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 	start := time.Now()
 	var data *mil.Dataset
 	var split *eval.Split
-	if photobag.IsPhotoManifest(f.data) {
+	if k := mediaset.KindOf(f.data); k != mediaset.NotMedia {
 		if f.split != "cv" {
-			return fmt.Errorf("%w: --split %s: a photo manifest has no split of its own", errUsage, f.split)
+			return fmt.Errorf("%w: --split %s: a media manifest has no split of its own", errUsage, f.split)
 		}
-		pd, err := loadPhotos(ctx, f)
+		opt, err := f.mediaOptions(k)
 		if err != nil {
 			return err
 		}
-		data, cfg.InstanceScore = pd.Dataset, pd.Score
-	} else if text.IsManifest(f.data) {
-		if f.split != "cv" {
-			return fmt.Errorf("%w: --split %s: a document manifest has no split of its own", errUsage, f.split)
-		}
-		c, err := loadDocuments(ctx, f)
+		set, err := mediaset.Load(ctx, f.data, opt)
 		if err != nil {
 			return err
 		}
-		data, cfg.InstanceScore = c.Data, c.InstanceScore
-		if !strings.HasSuffix(kind.Name, tfidf.Suffix) {
+		data, cfg.InstanceScore = set.Data, set.InstanceScore
+		if k == mediaset.Documents && !strings.HasSuffix(kind.Name, tfidf.Suffix) {
 			kind = tfidf.Weighted(kind)
 		}
 	} else if data, split, err = loadData(f.data, f.split); err != nil {
@@ -459,40 +451,24 @@ func lookupKind(reg *models.Registry, name string) (models.Kind, error) {
 	return reg.Lookup(name)
 }
 
-// loadDocuments featurizes a document manifest for evaluation.
-func loadDocuments(ctx context.Context, f evalFlags) (*texteval.Corpus, error) {
-	opt := texteval.Options{Featurizer: text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Segmenter(f.passages)}, Dim: f.dim},
-		Workers: f.workers}
+// mediaOptions checks the flags of a media manifest of kind k.
+func (f evalFlags) mediaOptions(k mediaset.Kind) (mediaset.Options, error) {
+	opt := mediaset.Options{Workers: f.workers}
 	switch f.regions {
 	case "gt":
-		opt.GTPassages = true
+		opt.GT = true
 	case "service":
 	default:
-		return nil, fmt.Errorf("%w: --regions %q: want service or gt", errUsage, f.regions)
+		return opt, fmt.Errorf("%w: --regions %q: want service or gt", errUsage, f.regions)
 	}
-	if f.dim < 1 {
-		return nil, fmt.Errorf("%w: --dim %d: want a positive dimension", errUsage, f.dim)
-	}
-	if _, err := opt.Featurizer.Normalized(); err != nil {
-		return nil, fmt.Errorf("%w: --passages %s, --dim %d: %w", errUsage, f.passages, f.dim, err)
-	}
-	return texteval.Load(ctx, f.data, opt)
-}
-
-// loadPhotos featurizes a photo manifest for evaluation.
-func loadPhotos(ctx context.Context, f evalFlags) (*photoeval.Data, error) {
-	opt := photoeval.Options{Workers: f.workers}
-	switch f.regions {
-	case "gt":
-		opt.GTRegions = true
-	case "service":
-		fz, err := imagefeat.New(imagefeat.DefaultParams())
-		if err != nil {
-			return nil, err
+	if k == mediaset.Documents {
+		if f.dim < 1 {
+			return opt, fmt.Errorf("%w: --dim %d: want a positive dimension", errUsage, f.dim)
 		}
-		opt.Featurizer = fz
-	default:
-		return nil, fmt.Errorf("%w: --regions %q: want service or gt", errUsage, f.regions)
+		opt.Passages, opt.Dim = text.Segmenter(f.passages), f.dim
+		if _, err := opt.TextFeaturizer(); err != nil {
+			return opt, fmt.Errorf("%w: --passages %s, --dim %d: %w", errUsage, f.passages, f.dim, err)
+		}
 	}
-	return photoeval.Build(ctx, f.data, opt)
+	return opt, nil
 }

@@ -144,7 +144,17 @@ func (d *Data) build(i int, l photobag.Line, dir string, index map[string]int, o
 	slices.Sort(b.Labels)
 	b.Labels = slices.Compact(b.Labels)
 	if l.GTMask == "" {
-		return nil, fmt.Errorf("no gt_mask: evaluation needs the ground truth")
+		if opt.GTRegions {
+			return nil, fmt.Errorf("no gt_mask: ground-truth regions need it")
+		}
+		// A photo to fit on, not to score: its bag, no truth (Score
+		// refuses it).
+		res, err := opt.Featurizer.Featurize(img)
+		if err != nil {
+			return nil, err
+		}
+		b.Instances, b.Holistic = res.Instances, res.Holistic
+		return nil, nil
 	}
 	t, err := readTruth(filepath.Join(dir, l.GTMask), img.W, img.H, l.Regions, index)
 	if err != nil {
@@ -320,7 +330,7 @@ func (d *Data) Score(test []*mil.Bag, preds []measure.Prediction) (map[string]fl
 	for i, b := range test {
 		t := d.truth[b.ID]
 		if t == nil {
-			return nil, fmt.Errorf("bag %q is not a photo of this data", b.ID)
+			return nil, fmt.Errorf("bag %q is not a photo of this data with its ground truth (gt_mask)", b.ID)
 		}
 		if preds[i].InstanceLabels == nil {
 			return nil, fmt.Errorf("bag %q: the model labels no instance", b.ID)
