@@ -10,6 +10,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/measure"
 	"github.com/mimlstream/mimlstream/internal/media"
+	"github.com/mimlstream/mimlstream/internal/media/tfidf"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 )
@@ -127,10 +128,16 @@ func (f *refit) takeWindow(context.Context) error {
 // dead-lettered and dropped from the window (isolate).
 func (f *refit) fit(ctx context.Context) error {
 	r := f.r
-	kind, _ := r.cfg.Kinds.Lookup(r.cfg.Kind)
+	// Documents' passages are fitted with the IDF of the window's
+	// passages, which the model keeps (KIND+tfidf).
+	name := tfidf.KindName(r.cfg.Kind, f.featurizer)
+	kind, err := r.cfg.Kinds.Lookup(name)
+	if err != nil {
+		return fmt.Errorf("bags of featurizer %s: %w", featurizerKey(f.featurizer), err)
+	}
 	opt := models.FitOptions{Seed: r.cfg.Seed, Params: r.cfg.Params, Workers: r.cfg.Workers}
 	f.compatible = f.cur != nil && f.cur.Meta().Dim == f.train.Dim && slices.Equal(f.cur.Meta().DataClasses(), f.train.Classes)
-	if r.cfg.Warm && f.compatible && f.cur.Meta().Kind == r.cfg.Kind {
+	if r.cfg.Warm && f.compatible && f.cur.Meta().Kind == name {
 		opt.Warm = f.cur
 		f.res.Parent = f.curMeta.Version
 	}
@@ -150,7 +157,7 @@ func (f *refit) fit(ctx context.Context) error {
 	}
 	f.res.FitTime = time.Since(start)
 	if err != nil {
-		return fmt.Errorf("fit %s on %d bags: %w", r.cfg.Kind, len(f.train.Bags), err)
+		return fmt.Errorf("fit %s on %d bags: %w", name, len(f.train.Bags), err)
 	}
 	f.cand = cand
 	return nil
