@@ -271,6 +271,11 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 		rt.Close()
 		return nil, err
 	}
+	// The topics' message size limit, learnt now under the service's
+	// context, not by the first publish.
+	if err := pub.Start(ctx); err != nil {
+		rt.Log.Warn("the cluster does not report the topics' max.message.bytes; asking again at the first publish", "err", err)
+	}
 	hc.Metrics = rt.Telemetry.MetricsHandler
 	brokers, conn := cfg.Kafka.Brokers, rt.Kafka
 	hc.Ready = func(ctx context.Context) error { return conn.Check(ctx, brokers, 2*time.Second) }

@@ -76,8 +76,9 @@ type Publisher struct {
 	validator *wire.Validator
 	tracer    trace.Tracer
 
-	// w is made at the first publish, which asks the cluster for the
-	// topics' limit (NewPublisher has no context to ask it with).
+	// w is made by Start, or else by the first publish, with the limit
+	// the cluster reports for the topics (NewPublisher has no context to
+	// ask it with).
 	wmu sync.Mutex
 	w   *kafkaio.Producer
 
@@ -173,31 +174,65 @@ func (p *Publisher) initMetrics() error {
 	return nil
 }
 
-// producer returns the producer, making it at the first call with the
-// limit the cluster reports for the topics written.
+// Start learns the message size limit when the service starts: it asks
+// the cluster for the max.message.bytes of the topics written, under ctx,
+// and makes the producer with it. When the cluster cannot say, it returns
+// the error (for the caller to log) and makes nothing: the first publish
+// asks again.
+func (p *Publisher) Start(ctx context.Context) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.w != nil {
+		return nil
+	}
+	limit, err := p.askLimit(ctx)
+	if err != nil {
+		return err
+	}
+	p.w = p.newProducer(limit)
+	return nil
+}
+
+// producer returns the producer, making it at the first call when Start
+// has not. The cluster is then asked apart from the publish's context: a
+// client's request cancelled, or a short deadline, must not become the
+// limit kept for the life of the process. When the cluster cannot say,
+// the configured limit is kept.
 func (p *Publisher) producer(ctx context.Context) *kafkaio.Producer {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	if p.w != nil {
 		return p.w
 	}
+	limit, err := p.askLimit(context.WithoutCancel(ctx))
+	if err != nil {
+		p.cfg.Obs.Logger.Warn("the cluster does not report the topics' max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
+	}
+	p.w = p.newProducer(limit)
+	return p.w
+}
+
+// askLimit asks the cluster for the limit of the topics written
+// (kafkaio.MaxMessageBytes: within 10 s; the configured limit when it
+// cannot say).
+func (p *Publisher) askLimit(ctx context.Context) (int, error) {
 	topics := []string{p.cfg.Topics.Annotate}
 	for _, t := range []string{p.cfg.Topics.Train, p.cfg.Topics.DeadLetter} {
 		if t != "" {
 			topics = append(topics, t)
 		}
 	}
-	limit, err := kafkaio.MaxMessageBytes(ctx, p.cfg.Brokers, p.cfg.Security, p.cfg.MaxMessageBytes, topics...)
-	if err != nil {
-		p.cfg.Obs.Logger.Warn("the cluster does not report the topics' max.message.bytes; keeping to the configured limit", "limit", limit, "err", err)
-	}
-	p.w = kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: p.cfg.Brokers, Security: p.cfg.Security, MaxMessageBytes: limit,
+	return kafkaio.MaxMessageBytes(ctx, p.cfg.Brokers, p.cfg.Security, p.cfg.MaxMessageBytes, topics...)
+}
+
+func (p *Publisher) newProducer(limit int) *kafkaio.Producer {
+	return kafkaio.NewProducer(kafkaio.ProducerConfig{Brokers: p.cfg.Brokers, Security: p.cfg.Security, MaxMessageBytes: limit,
 		StallAfter: p.cfg.StallAfter, Compression: p.cfg.Compression, Linger: p.cfg.Linger, Logger: p.cfg.Obs.Logger})
-	return p.w
 }
 
 // MaxMessageBytes returns the message size limit the publisher keeps to
-// (the configured one until the first publish has asked the cluster).
+// (the configured one until Start or the first publish has asked the
+// cluster).
 func (p *Publisher) MaxMessageBytes() int {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
