@@ -114,6 +114,16 @@ func (t *OffsetTracker) Ack(msgs ...kafka.Message) {
 	}
 }
 
+// Forget drops what the tracker holds of a partition: its log was
+// replaced (a recreated topic), so its offsets count records of another log,
+// and the committable offset, which otherwise never moves back, starts
+// again.
+func (t *OffsetTracker) Forget(topic string, partition int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.parts, partitionKey{topic, partition})
+}
+
 // Committable returns, per partition with an acknowledged prefix, its last
 // message (committing it commits the offset after it), ordered by topic
 // and partition.

@@ -15,10 +15,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
-	"github.com/mimlstream/mimlstream/internal/media"
-	"github.com/mimlstream/mimlstream/internal/media/mediaset"
-	"github.com/mimlstream/mimlstream/internal/media/tfidf"
-	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -117,6 +113,9 @@ type ServeConfig struct {
 	KeepVersions int
 	// Shadow publishes fits as the candidate instead of promoting them.
 	Shadow bool
+	// FrozenAfter is how long the window may stay behind the topic
+	// without moving before /readyz says it is frozen.
+	FrozenAfter time.Duration
 	// Listen is the address of /healthz, /readyz, /refits and /metrics (empty:
 	// none).
 	Listen string
@@ -126,7 +125,7 @@ type ServeConfig struct {
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Fit: DefaultFitConfig(), Window: 5000, WindowBytes: DefaultWindowBytes, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
-		KeepVersions: 20, Listen: "127.0.0.1:8081"}
+		KeepVersions: 20, FrozenAfter: DefaultFrozenAfter, Listen: "127.0.0.1:8081"}
 }
 
 func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
@@ -144,6 +143,7 @@ func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
 	fs.BoolVar(&c.Shadow, "shadow", c.Shadow, "publish a fit that passes the held-out comparison as the registry's candidate instead of promoting it: annotators run it in shadow and promote it on live quality (their --shadow-min-bags, --shadow-margin)")
 	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each refit, kept or promoted, delete registry versions older than the newest this many, except current, previous, candidate and the rollback history (0: keep all)")
+	fs.DurationVar(&c.FrozenAfter, "frozen-after", c.FrozenAfter, "/readyz answers 503 (window frozen) when a partition of the training topic ends beyond the offset the retrainer reads and that offset has not moved for this long; a refit holds the window still while it runs, so keep it above the longest refit")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz, /refits and /metrics, which need no credentials (empty: none; :8081 for all interfaces, as in a container)")
 }
 
@@ -220,7 +220,7 @@ func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg 
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topic: cfg.Kafka.Topics.Train, DeadLetterTopic: cfg.Kafka.Topics.DeadLetter, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
 		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Window: cfg.Window, WindowBytes: cfg.WindowBytes, Every: cfg.Every, Interval: cfg.Interval,
 		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
-		Shadow: cfg.Shadow, Workers: cfg.Fit.Workers, Obs: rt.Obs(),
+		Shadow: cfg.Shadow, Workers: cfg.Fit.Workers, FrozenAfter: cfg.FrozenAfter, Obs: rt.Obs(),
 	})
 	if err != nil {
 		rdb.Close()
@@ -275,11 +275,9 @@ func (s *Service) Close() {
 func FitCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
 	fs := cli.NewFlagSet("retrainer-fit", `Usage: retrainer fit --data PATH --model KIND [--promote] [flags]
 
-Fits a model on a dataset file (any format the loaders read), or on a
-manifest of photos or documents (JSON lines, as retrainer eval reads them)
-featurized as ingest featurizes them, and stores it as a new immutable
-version in the Redis model registry, with the featurizer it was fitted
-through; --promote makes it the current version served by the annotators.`, env.Stderr)
+Fits a model on a dataset file (any format the loaders read) and stores it as
+a new immutable version in the Redis model registry; --promote makes it the
+current version served by the annotators.`, env.Stderr)
 	rc := redisflag.Default()
 	ff := DefaultFitConfig()
 	rc.Register(fs)
@@ -305,25 +303,8 @@ through; --promote makes it the current version served by the annotators.`, env.
 		return err
 	}
 	log := env.Logger(0).With("service", "retrainer-fit")
-	var ds *mil.Dataset
-	var featurizer *media.Featurizer
-	if mediaset.KindOf(*data) != mediaset.NotMedia {
-		// Photos and documents are featurized as ingest featurizes them,
-		// and the model records by which featurizer: annotators refuse
-		// bags of another, promotion a model of another.
-		set, err := mediaset.Load(ctx, *data, mediaset.Options{Workers: ff.Workers})
-		if err != nil {
-			return err
-		}
-		ds, featurizer = set.Data, set.Featurizer
-		if name := tfidf.KindName(kind.Name, featurizer); name != kind.Name {
-			// Documents: the kind's IDF-weighted form, as the
-			// retrainer's refits fit it.
-			if kind, err = kinds.Lookup(name); err != nil {
-				return err
-			}
-		}
-	} else if ds, err = dataset.Load(*data); err != nil {
+	ds, err := dataset.Load(*data)
+	if err != nil {
 		return err
 	}
 	o, err := rc.Options()
@@ -349,7 +330,6 @@ through; --promote makes it the current version served by the annotators.`, env.
 	meta, err := reg.Put(ctx, blob, featurestore.VersionMeta{
 		TrainingWindow: fmt.Sprintf("file %s (%d bags)", *data, len(ds.Bags)),
 		Metrics:        map[string]float64{"train_bags": float64(len(ds.Bags)), "fit_seconds": fitTime.Seconds()},
-		Featurizer:     featurizer,
 	})
 	if err != nil {
 		return err

@@ -17,7 +17,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/mimlstream/mimlstream/internal/featurestore"
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
@@ -109,12 +108,15 @@ type RetrainerConfig struct {
 	// with on the same bags), is promoted as before.
 	Shadow  bool
 	Workers int
-	// ReachCheck is how long a partition may read nothing before the
-	// retrainer checks that its offset is still within the partition (a
-	// broker restarted empty or a recreated topic starts again below it,
-	// and the Kafka client would wait there forever); <= 0: 10 s.
+	// ReachCheck is how often the topic is checked for partitions added,
+	// removed or replaced (follow.go) and its ends read for the
+	// frozen-window check; <= 0: 10 s.
 	ReachCheck time.Duration
-	Obs        service.Observability
+	// FrozenAfter is how long the retrainer's position in a partition may
+	// stay still while the partition ends beyond it before Ready says the
+	// window is frozen (readiness.go); <= 0: DefaultFrozenAfter.
+	FrozenAfter time.Duration
+	Obs         service.Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -182,6 +184,8 @@ type Retrainer struct {
 	// running is set while Run consumes, rebuilt once the window has been
 	// read up to where the topic ended at start (Ready).
 	running, rebuilt atomic.Bool
+	// follows are the partitions followed (follow.go).
+	follows followState
 }
 
 // DefaultWindowBytes bounds the window's memory by default: 512 MiB,
@@ -294,6 +298,9 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	}
 	if cfg.ReachCheck <= 0 {
 		cfg.ReachCheck = 10 * time.Second
+	}
+	if cfg.FrozenAfter <= 0 {
+		cfg.FrozenAfter = DefaultFrozenAfter
 	}
 	if cfg.MinBags <= 0 {
 		cfg.MinBags = 20
@@ -702,28 +709,25 @@ func (r *Retrainer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A short queue: its messages are held on top of the window (1024 of
-	// 1 MiB bags were a GiB during a rebuild).
-	msgs := make(chan fetched, 64)
-	g, gctx := errgroup.WithContext(ctx)
-	for p, off := range starts {
-		g.Go(func() error { return r.follow(gctx, p, off, ends[p], msgs) })
-	}
 	log.Info("retrainer rebuilding its window", "topic", r.cfg.Topic, "partitions", len(starts), "window", r.cfg.Window)
 	r.running.Store(true)
 	defer r.running.Store(false)
-	g.Go(func() error { return r.consume(gctx, len(starts), msgs) })
-	return g.Wait()
+	return r.followTopic(ctx, starts, ends)
 }
 
 // Ready reports whether the retrainer follows its topic with a rebuilt
 // window (so its next refit sees all the data), and why not otherwise: the
 // /readyz body.
 func (r *Retrainer) Ready() (bool, string) {
-	switch {
-	case !r.running.Load():
+	if !r.running.Load() {
 		return false, "not ready: not consuming " + r.cfg.Topic
-	case !r.rebuilt.Load():
+	}
+	// A window that cannot move (stalled, readiness.go) says why before a
+	// rebuild that would never end does.
+	if why, stuck := r.stalled(); stuck {
+		return false, "not ready: " + why
+	}
+	if !r.rebuilt.Load() {
 		return false, fmt.Sprintf("not ready: rebuilding the window from %s (%d bags so far)", r.cfg.Topic, r.Len())
 	}
 	if o := r.registryDown.Load(); o != nil {
@@ -739,55 +743,10 @@ func (r *Retrainer) Ready() (bool, string) {
 	return true, fmt.Sprintf("ok: following %s, window of %d bags", r.cfg.Topic, r.Len())
 }
 
-// fetched is a message of a partition follower, or (caughtUp) the mark that
-// the partition has been read up to where it ended when the retrainer
-// started.
-type fetched struct {
-	msg      kafka.Message
-	caughtUp bool
-}
-
-// consume adds the followed messages to the window and refits, until ctx
-// ends. Nothing is refitted until every partition has caught up.
-func (r *Retrainer) consume(ctx context.Context, partitions int, msgs <-chan fetched) error {
-	var tick <-chan time.Time
-	if r.cfg.Interval > 0 {
-		t := time.NewTicker(r.cfg.Interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	behind := partitions
-	if behind == 0 {
-		r.caughtUp(ctx)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case f := <-msgs:
-			if f.caughtUp {
-				if behind--; behind == 0 {
-					r.caughtUp(ctx)
-				}
-				continue
-			}
-			r.add(ctx, f.msg)
-			if behind == 0 && r.cfg.Every > 0 && r.freshCount() >= r.cfg.Every && r.Len() >= r.cfg.MinBags {
-				r.refitLogged(ctx)
-			}
-		case <-tick:
-			if behind == 0 && r.freshCount() > 0 && r.Len() >= r.cfg.MinBags {
-				r.refitLogged(ctx)
-			}
-		}
-	}
-}
-
 // caughtUp ends the rebuild: the bags beyond the current model's training
 // offsets are the fresh ones, and they are refitted on at once if there is
 // no model yet or they are Every or more.
 func (r *Retrainer) caughtUp(ctx context.Context) {
-	r.rebuilt.Store(true)
 	meta, known := r.readCurrent(ctx, 5*time.Second)
 	r.mu.Lock()
 	fresh := 0
@@ -849,154 +808,6 @@ func (r *Retrainer) refitLogged(ctx context.Context) {
 	r.cfg.Obs.Logger.Info("refit", "version", res.Version, "promoted", res.Promoted, "reason", res.Reason,
 		"train_bags", res.TrainBags, "held_out", res.HeldOutBags, "candidate_hamming", res.Candidate[measure.HammingLoss],
 		"current_hamming", res.Current[measure.HammingLoss], "fit_time", res.FitTime.Round(time.Millisecond))
-}
-
-// startOffsets returns, per partition, the offset from which the window is
-// rebuilt (the last Window messages of each partition: the window may need
-// them all if the others are empty), and the offset where the partition
-// ends now, up to which the rebuild goes.
-func (r *Retrainer) startOffsets(ctx context.Context) (starts, ends map[int]int64, err error) {
-	var parts []kafka.Partition
-	err = retry(ctx, r.cfg.Obs, "read partitions", func() error {
-		conn, err := r.cfg.Security.Dialer().DialContext(ctx, "tcp", r.cfg.Brokers[0])
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		parts, err = conn.ReadPartitions(r.cfg.Topic)
-		return err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	starts, ends = map[int]int64{}, map[int]int64{}
-	for _, p := range parts {
-		var first, last int64
-		err := retry(ctx, r.cfg.Obs, "read offsets", func() error {
-			conn, err := r.cfg.Security.Dialer().DialLeader(ctx, "tcp", r.cfg.Brokers[0], r.cfg.Topic, p.ID)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			first, last, err = conn.ReadOffsets()
-			return err
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		starts[p.ID] = max(first, last-int64(r.cfg.Window))
-		ends[p.ID] = last
-	}
-	return starts, ends, nil
-}
-
-// follow reads one partition from off onwards into out until ctx ends,
-// marking when it has read up to end (at once when off >= end). Read
-// errors are retried; a reader that cannot be positioned is an error.
-func (r *Retrainer) follow(ctx context.Context, partition int, off, end int64, out chan<- fetched) error {
-	caughtUp := false
-	send := func(f fetched) bool {
-		select {
-		case out <- f:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if off >= end {
-		caughtUp = true
-		if !send(fetched{caughtUp: true}) {
-			return nil
-		}
-	}
-	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: r.cfg.Brokers, Dialer: r.cfg.Security.Dialer(), Topic: r.cfg.Topic, Partition: partition,
-		MinBytes: 1, MaxBytes: 64 << 20, MaxWait: 200 * time.Millisecond})
-	defer rd.Close()
-	if err := rd.SetOffset(off); err != nil {
-		return fmt.Errorf("follow partition %d of %s from offset %d: %w", partition, r.cfg.Topic, off, err)
-	}
-	next := off // the offset expected next
-	for {
-		rctx, cancel := context.WithTimeout(ctx, r.cfg.ReachCheck)
-		m, err := rd.ReadMessage(rctx)
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			// Nothing for a while: quiet, or waiting where nothing
-			// will ever come.
-			if from, ok := r.unreachable(ctx, partition, next); ok {
-				if err := rd.SetOffset(from); err != nil {
-					return fmt.Errorf("follow partition %d of %s from offset %d: %w", partition, r.cfg.Topic, from, err)
-				}
-				next = from
-			}
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			r.cfg.Obs.Logger.Warn("read training topic", "partition", partition, "err", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		next = m.Offset + 1
-		if !send(fetched{msg: m}) {
-			return nil
-		}
-		if !caughtUp && m.Offset >= end-1 {
-			caughtUp = true
-			if !send(fetched{caughtUp: true}) {
-				return nil
-			}
-		}
-	}
-}
-
-// unreachable checks that offset next of a partition can still be read:
-// not beyond the partition's end (a broker restarted empty, a recreated
-// topic: its offsets start again below) nor before its start (retention
-// or compaction deleted it). When it cannot, it logs why and returns where
-// to read from instead: the partition's start after a reset (all of it is
-// new), its first offset after a deletion. The partition's fitted offset
-// is forgotten after a reset: the current version's training offsets
-// count another log's messages.
-func (r *Retrainer) unreachable(ctx context.Context, partition int, next int64) (int64, bool) {
-	var first, last int64
-	err := func() error {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		conn, err := r.cfg.Security.Dialer().DialLeader(dctx, "tcp", r.cfg.Brokers[0], r.cfg.Topic, partition)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		first, last, err = conn.ReadOffsets()
-		return err
-	}()
-	if err != nil {
-		// The read loop's own errors say the rest; nothing to decide.
-		r.cfg.Obs.Logger.Debug("check training partition offsets", "partition", partition, "err", err)
-		return 0, false
-	}
-	switch {
-	case next > last:
-		r.cfg.Obs.Logger.Warn("training partition starts again below the offset read (broker restarted empty, or topic recreated); reading it from its start",
-			"topic", r.cfg.Topic, "partition", partition, "offset", next, "end", last, "start", first)
-		r.mu.Lock()
-		delete(r.fitted, partition)
-		r.mu.Unlock()
-		return first, true
-	case next < first:
-		r.cfg.Obs.Logger.Warn("training partition no longer holds the offset read (deleted by retention); reading from its first offset",
-			"topic", r.cfg.Topic, "partition", partition, "offset", next, "start", first)
-		return first, true
-	}
-	return 0, false
 }
 
 // heldOut reports whether a bag belongs to the held-out slice.
