@@ -116,7 +116,8 @@ type AnnotatorConfig struct {
 	MaxOutputBytes int
 	// StallAfter is how long the outputs of a batch may keep failing to be
 	// written before the annotator reports itself stalled (/readyz 503,
-	// the stalled gauge, an ERROR log); <= 0 means 30 s.
+	// the stalled gauge, an ERROR log), and how long every fetch may fail
+	// before /readyz answers 503 (fetchhealth.go); <= 0 means 30 s.
 	StallAfter time.Duration
 	// DrainTimeout bounds the work after shutdown is requested: finishing,
 	// writing and committing the batches in flight.
@@ -202,8 +203,10 @@ type Annotator struct {
 	consuming atomic.Bool
 	// source is the input probe's verdict (watchSource).
 	source atomic.Pointer[sourceState]
-	m      annotatorMetrics
-	lag    *lagTracker
+	// fetches is the run of failed fetches, for readiness (fetchhealth.go).
+	fetches fetchFailures
+	m       annotatorMetrics
+	lag     *lagTracker
 	// maxOut bounds the value of an output: MaxOutputBytes, or the
 	// producer's limit less keyAndHeaders once Run knows it.
 	maxOut atomic.Int64
@@ -442,6 +445,9 @@ func (a *Annotator) readiness() (bool, string) {
 		return false, "not ready: not consuming"
 	}
 	if p := a.sourceProblem(); p != "" {
+		return false, p
+	}
+	if p := a.fetches.problem(a.cfg.StallAfter, a.cfg.Topics.Annotate); p != "" {
 		return false, p
 	}
 	msg := "ok " + a.ModelVersion()

@@ -48,7 +48,8 @@ type Config struct {
 	SessionTimeout  time.Duration
 	StartOffset     kafkaio.StartOffset
 	// StallAfter is how long a batch's outputs may keep failing to be
-	// written before /readyz reports the annotator stalled.
+	// written before /readyz reports the annotator stalled, and every
+	// fetch to fail before /readyz reports it.
 	StallAfter time.Duration
 	// NoFeatureCache turns the Redis cache of mapped instances off.
 	NoFeatureCache  bool
@@ -108,7 +109,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "bound on finishing the batches in flight at shutdown")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", c.SessionTimeout, "consumer group session timeout")
 	fs.Var(&c.StartOffset, "start-offset", "where the group starts on a partition it has no committed offset for (a new group): earliest (every bag the topic still holds) or latest (only bags written from now on); a group with committed offsets resumes from them")
-	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "report the annotator stalled (/readyz 503, an ERROR log, the stalled gauge) when a batch's outputs keep failing to be written this long")
+	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "report the annotator stalled (/readyz 503, an ERROR log, the stalled gauge) when a batch's outputs keep failing to be written this long; /readyz also answers 503 when every fetch from the input topic has failed this long")
 	fs.BoolVar(&c.NoFeatureCache, "no-feature-cache", c.NoFeatureCache, "do not cache mapped instances in Redis")
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")

@@ -156,13 +156,20 @@ func (a *Annotator) consume(ctx context.Context, r *kafka.Reader, w *kafkaio.Pro
 					})
 					return
 				}
-				log.Warn("fetch", "err", err)
+				if a.fetches.failed(err) {
+					log.Warn("fetch failed; retrying", "err", err)
+				} else {
+					log.Debug("fetch failed; retrying", "err", err)
+				}
 				select {
 				case <-fetchCtx.Done():
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
 				continue
+			}
+			if d, n := a.fetches.fetched(); n > 0 {
+				log.Info("fetching again", "after", d.Round(time.Millisecond), "failed_fetches", n)
 			}
 			select {
 			case fetched <- m:
