@@ -15,6 +15,10 @@ import (
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
 	"github.com/mimlstream/mimlstream/internal/featurestore"
+	"github.com/mimlstream/mimlstream/internal/media"
+	"github.com/mimlstream/mimlstream/internal/media/mediaset"
+	"github.com/mimlstream/mimlstream/internal/media/tfidf"
+	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/signing"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
@@ -275,9 +279,11 @@ func (s *Service) Close() {
 func FitCommand(ctx context.Context, env service.Env, kinds *models.Registry, args []string) error {
 	fs := cli.NewFlagSet("retrainer-fit", `Usage: retrainer fit --data PATH --model KIND [--promote] [flags]
 
-Fits a model on a dataset file (any format the loaders read) and stores it as
-a new immutable version in the Redis model registry; --promote makes it the
-current version served by the annotators.`, env.Stderr)
+Fits a model on a dataset file (any format the loaders read), or on a
+manifest of photos or documents (JSON lines, as retrainer eval reads them)
+featurized as ingest featurizes them, and stores it as a new immutable
+version in the Redis model registry, with the featurizer it was fitted
+through; --promote makes it the current version served by the annotators.`, env.Stderr)
 	rc := redisflag.Default()
 	ff := DefaultFitConfig()
 	rc.Register(fs)
@@ -303,8 +309,25 @@ current version served by the annotators.`, env.Stderr)
 		return err
 	}
 	log := env.Logger(0).With("service", "retrainer-fit")
-	ds, err := dataset.Load(*data)
-	if err != nil {
+	var ds *mil.Dataset
+	var featurizer *media.Featurizer
+	if mediaset.KindOf(*data) != mediaset.NotMedia {
+		// Photos and documents are featurized as ingest featurizes them,
+		// and the model records by which featurizer: annotators refuse
+		// bags of another, promotion a model of another.
+		set, err := mediaset.Load(ctx, *data, mediaset.Options{Workers: ff.Workers})
+		if err != nil {
+			return err
+		}
+		ds, featurizer = set.Data, set.Featurizer
+		if name := tfidf.KindName(kind.Name, featurizer); name != kind.Name {
+			// Documents: the kind's IDF-weighted form, as the
+			// retrainer's refits fit it.
+			if kind, err = kinds.Lookup(name); err != nil {
+				return err
+			}
+		}
+	} else if ds, err = dataset.Load(*data); err != nil {
 		return err
 	}
 	o, err := rc.Options()
@@ -330,6 +353,7 @@ current version served by the annotators.`, env.Stderr)
 	meta, err := reg.Put(ctx, blob, featurestore.VersionMeta{
 		TrainingWindow: fmt.Sprintf("file %s (%d bags)", *data, len(ds.Bags)),
 		Metrics:        map[string]float64{"train_bags": float64(len(ds.Bags)), "fit_seconds": fitTime.Seconds()},
+		Featurizer:     featurizer,
 	})
 	if err != nil {
 		return err
