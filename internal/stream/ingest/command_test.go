@@ -14,15 +14,11 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/dataset"
-	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -31,31 +27,6 @@ import (
 
 func startBroker(t *testing.T) []string {
 	return streamtest.StartBroker(t, 2, wire.DefaultTopics().All()...)
-}
-
-// readTopic returns the values of the first n messages of topic.
-func readTopic(t *testing.T, brokers []string, topic string, n int) [][]byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var mu sync.Mutex
-	var out [][]byte
-	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
-		mu.Lock()
-		defer mu.Unlock()
-		out = append(out, m.Value)
-		if len(out) >= n {
-			return kafkaio.ErrStop
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < n {
-		t.Fatalf("%s: %d messages, want %d", topic, len(out), n)
-	}
-	return out
 }
 
 const goodBag = `{"schema_version":1,"id":"%s","dim":2,"instances":[[0.1,0.2]],"labels":[0],"classes":["a","b"]}`
@@ -137,14 +108,7 @@ func TestListenFailureStopsTheService(t *testing.T) {
 func TestListenServesUntilStopped(t *testing.T) {
 	brokers := startBroker(t)
 	addr := freeAddr(t)
-	var stdout, stderr bytes.Buffer
-	env := service.Env{Stdout: &stdout, Stderr: &stderr}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Command(ctx, env, []string{"--brokers", strings.Join(brokers, ","), "--listen", addr, "--log-level", "warn"})
-	}()
+	stdout, _, stop := startCommand(t, "--brokers", strings.Join(brokers, ","), "--listen", addr, "--log-level", "warn")
 	var resp *http.Response
 	streamtest.WaitFor(t, 10*time.Second, "ingest endpoint up", func() bool {
 		var err error
@@ -155,13 +119,7 @@ func TestListenServesUntilStopped(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(stdout.String(), "published 1 bags") {
-		t.Errorf("summary: %s", stdout.String())
-	}
+	stopPublished(t, stop, stdout, 1)
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Error("the endpoint still answers after the service stopped")
 	}
@@ -298,28 +256,6 @@ func TestIngestSparseFile(t *testing.T) {
 	}
 }
 
-// readMessages returns the first n messages of topic.
-func readMessages(t *testing.T, brokers []string, topic string, n int) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []kafka.Message
-	err := kafkaio.Tail(ctx, brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
-		out = append(out, m)
-		if len(out) >= n {
-			return kafkaio.ErrStop
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < n {
-		t.Fatalf("%s: %d messages, want %d", topic, len(out), n)
-	}
-	return out
-}
-
 // TestJSONLNamesRejectedLines: `ingest --jsonl -` names each rejected line
 // on stderr, with the bag id when it could be read, and the dead letters
 // are keyed by that id.
@@ -337,14 +273,7 @@ func TestJSONLNamesRejectedLines(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
-	var keys []string
-	for _, d := range readTopic(t, brokers, wire.DefaultTopics().DeadLetter, 3) {
-		var dl wire.DeadLetter
-		if err := json.Unmarshal(d, &dl); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, dl.Key)
-	}
+	keys := deadLetterKeys(t, brokers, wire.DefaultTopics().DeadLetter, 3)
 	slices.Sort(keys)
 	if !slices.Equal(keys, []string{"", "dim-1", "nf-1"}) {
 		t.Errorf("dead-letter keys %q, want the ids that could be read", keys)

@@ -4,22 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/mimlstream/mimlstream/internal/featurecache"
 	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
-	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // TestMediaSentTwiceFeaturizedOnceByTheCommand: `ingest --data` with
@@ -32,19 +27,9 @@ import (
 // not wired to the publisher, a door that bypasses the cache, and a key
 // that differs between two sendings of the same bytes.
 func TestMediaSentTwiceFeaturizedOnceByTheCommand(t *testing.T) {
-	addr := redistest.Real(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	prefix := fmt.Sprintf("test-ingest-cache-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		keys, _ := rdb.Keys(context.Background(), "{"+prefix+"}*").Result()
-		if len(keys) > 0 {
-			rdb.Del(context.Background(), keys...)
-		}
-	})
+	rdb, addr, prefix := realRedis(t, "ingest-cache")
 	cache := featurecache.New(rdb, prefix, time.Hour, 100)
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	brokers, topics := startCluster(t)
 	dir := t.TempDir()
 	img, err := os.ReadFile("../../../testdata/msrc_v2_sample/images/12_29_s.jpg")
 	if err != nil {

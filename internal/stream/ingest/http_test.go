@@ -279,12 +279,8 @@ func TestBagsStopsAfterTooManyRejections(t *testing.T) {
 // file, the bag goes through; /healthz needs none.
 func TestBagsAuth(t *testing.T) {
 	brokers := startBroker(t)
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("# ingest clients\nalpha-token-1\n\nbeta-token-2\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	cfg.AuthTokenFile = tokens
+	cfg.AuthTokenFile = tokenFile(t, "# ingest clients\nalpha-token-1\n\nbeta-token-2\n")
 	hc, err := cfg.HTTPConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -465,19 +461,9 @@ func TestListenTLSAndAuth(t *testing.T) {
 	brokers := startBroker(t)
 	ca := tlstest.NewCA(t, "ingest")
 	srv := ca.Server(t, "ingest")
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("s3cret-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	addr := freeAddr(t)
-	var stdout, stderr syncbuf.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Command(ctx, service.Env{Stdout: &stdout, Stderr: &stderr}, []string{"--brokers", strings.Join(brokers, ","), "--listen", addr,
-			"--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile, "--auth-token-file", tokens})
-	}()
+	stdout, stderr, stop := startCommand(t, "--brokers", strings.Join(brokers, ","), "--listen", addr,
+		"--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile, "--auth-token-file", tokenFile(t, "s3cret-token\n"))
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}, Timeout: 10 * time.Second}
 	url := "https://" + addr + "/bags"
 	streamtest.WaitFor(t, 10*time.Second, "ingest endpoint up", func() bool {
@@ -503,13 +489,7 @@ func TestListenTLSAndAuth(t *testing.T) {
 			t.Errorf("plaintext to the TLS port: status %d", resp.StatusCode)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(stdout.String(), "published 1 bags") {
-		t.Errorf("summary: %s", stdout.String())
-	}
+	stopPublished(t, stop, stdout, 1)
 	if strings.Contains(stderr.String(), "s3cret-token") {
 		t.Error("the log shows the token")
 	}
@@ -517,10 +497,7 @@ func TestListenTLSAndAuth(t *testing.T) {
 
 // TestListenUsageErrors: HTTP settings that cannot work are usage errors.
 func TestListenUsageErrors(t *testing.T) {
-	empty := filepath.Join(t.TempDir(), "empty")
-	if err := os.WriteFile(empty, []byte("# no token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	empty := tokenFile(t, "# no token\n")
 	for _, args := range [][]string{
 		{"--listen", "127.0.0.1:0", "--max-message-bytes", "0", "--max-body-bytes", "0"},
 		{"--listen", "127.0.0.1:0", "--max-body-bytes", "-1"},
@@ -806,14 +783,7 @@ func TestBagsOneJSONDocument(t *testing.T) {
 		})
 	}
 	// The invalid document is one dead letter, keyed by its id.
-	var keys []string
-	for _, d := range readTopic(t, brokers, wire.DefaultTopics().DeadLetter, 3) {
-		var dl wire.DeadLetter
-		if err := json.Unmarshal(d, &dl); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, dl.Key)
-	}
+	keys := deadLetterKeys(t, brokers, wire.DefaultTopics().DeadLetter, 3)
 	if !slices.Contains(keys, "doc-nan") || !slices.Contains(keys, "doc-big") {
 		t.Errorf("dead-letter keys %q, want doc-nan and doc-big among them", keys)
 	}

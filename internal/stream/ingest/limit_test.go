@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
-	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // TestLimitLearntAtStart: with a configured limit of 2 MiB, the topics'
@@ -18,15 +15,9 @@ import (
 // context and the configured one kept for the life of the process (the
 // broker then refuses what the publisher lets through).
 func TestLimitLearntAtStart(t *testing.T) {
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
 	const brokerLimit, configured = 1048588, 2 << 20
 	newPub := func() *Publisher {
-		p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, MaxMessageBytes: configured})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
+		p, _, _ := startPublisher(t, PublisherConfig{LabelFraction: 1, MaxMessageBytes: configured})
 		if got := p.MaxMessageBytes(); got != configured {
 			t.Fatalf("limit %d before the cluster is asked, want the configured %d", got, configured)
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"hash/crc32"
 	"image"
 	"image/png"
@@ -15,19 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mimlstream/mimlstream/internal/featurecache"
-	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
-	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
-	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
-	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // bombPNG is a valid 2x2 PNG whose header is rewritten to declare
@@ -50,8 +40,7 @@ func bombPNG(t *testing.T) []byte {
 // dead-lettered with their reasons, their manifest lines as originals,
 // and the good photo still goes out.
 func TestPublishPhotos(t *testing.T) {
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	p, brokers, topics := startPublisher(t, PublisherConfig{LabelFraction: 1, Format: wire.FormatProtobuf})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	good, err := os.ReadFile("../../../testdata/msrc_v2_sample/images/12_29_s.jpg")
@@ -70,11 +59,6 @@ func TestPublishPhotos(t *testing.T) {
 	for i, p := range photos {
 		orig[i] = []byte(`{"id":"` + p.ID + `","image":"` + p.URI + `"}`)
 	}
-	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, Format: wire.FormatProtobuf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	f, _ := imagefeat.New(imagefeat.DefaultParams())
 	classes := []string{"bird", "grass"}
 	rej, err := p.PublishPhotos(ctx, f, classes, photo.Limits{MaxBytes: 1 << 20}, photos, orig)
@@ -93,45 +77,15 @@ func TestPublishPhotos(t *testing.T) {
 	// The bag on the train topic: in the configured format (the binary
 	// one, provenance included), one region per instance, the photo's
 	// hash and the featurizer's name.
-	tctx, tcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer tcancel()
-	var bag *wire.BagMessage
-	v, _ := wire.NewValidator(0)
-	_ = kafkaio.Tail(tctx, brokers, kafkasec.Conn{}, topics.Train, func(m kafka.Message) error {
-		ct := kafkaio.ContentType(m.Headers)
-		if ct != wire.ContentTypeProtobuf {
-			t.Errorf("media bag sent as %q, the configured format is protobuf", ct)
-		}
-		bag, err = v.DecodeBagAs(ct, m.Value)
-		tcancel()
-		return err
-	})
-	if bag == nil {
-		t.Fatal("no bag on the train topic")
+	bag, ct := firstBag(t, brokers, topics.Train)
+	if ct != wire.ContentTypeProtobuf {
+		t.Errorf("media bag sent as %q, the configured format is protobuf", ct)
 	}
 	if bag.ID != "ducks" || bag.Media == nil || bag.Media.Size != int64(len(good)) || bag.Featurizer == nil || bag.Featurizer.Name != imagefeat.Name ||
 		len(bag.Regions) != len(bag.Instances) || !reflect.DeepEqual(bag.Labels, []int{0, 1}) {
 		t.Fatalf("bag %s: media %+v featurizer %+v, %d regions for %d instances, labels %v", bag.ID, bag.Media, bag.Featurizer, len(bag.Regions), len(bag.Instances), bag.Labels)
 	}
-	dctx, dcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer dcancel()
-	dead := map[string]string{}
-	_ = kafkaio.Tail(dctx, brokers, kafkasec.Conn{}, topics.DeadLetter, func(m kafka.Message) error {
-		var d wire.DeadLetter
-		if err := json.Unmarshal(m.Value, &d); err != nil {
-			return err
-		}
-		dead[d.Key] = string(d.Reason) + " " + string(d.Original)
-		if len(dead) == len(want) {
-			dcancel()
-		}
-		return nil
-	})
-	for id, r := range want {
-		if w := string(r) + ` {"id":"` + id + `"`; len(dead[id]) < len(w) || dead[id][:len(w)] != w {
-			t.Errorf("dead letter of %s: %q, want reason %s and its manifest line", id, dead[id], r)
-		}
-	}
+	wantDeadLetters(t, brokers, topics.DeadLetter, want)
 }
 
 // TestIngestPhotoManifestAndFolder: ingest --data with testdata's photo
@@ -139,30 +93,18 @@ func TestPublishPhotos(t *testing.T) {
 // the train topic too), and a folder of photos publishes each image file
 // of it, unlabeled.
 func TestIngestPhotoManifestAndFolder(t *testing.T) {
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
+	brokers, topics := startCluster(t)
 	b := strings.Join(brokers, ",")
-	var stdout, stderr bytes.Buffer
-	env := service.Env{Stdout: &stdout, Stderr: &stderr}
-	if err := Command(context.Background(), env, []string{"--brokers", b, "--data", "../../../testdata/msrc_v2_sample/bags.jsonl", "--label-fraction", "1", "--progress=false"}); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
+	if stdout, _ := runCommand(t, "--brokers", b, "--data", "../../../testdata/msrc_v2_sample/bags.jsonl", "--label-fraction", "1", "--progress=false"); !strings.Contains(stdout, "published 3 bags (3 labeled") {
+		t.Errorf("summary %q", stdout)
 	}
-	if !strings.Contains(stdout.String(), "published 3 bags (3 labeled") {
-		t.Errorf("summary %q", stdout.String())
-	}
-	v, _ := wire.NewValidator(0)
-	for _, raw := range readTopic(t, brokers, topics.Train, 3) {
-		m, err := v.DecodeBag(raw)
-		if err != nil || m.Media == nil || len(m.Regions) != len(m.Instances) || len(m.Classes) != 23 {
-			t.Fatalf("train bag %v: %v", m, err)
+	for _, m := range readBags(t, brokers, topics.Train, 3) {
+		if m.Media == nil || len(m.Regions) != len(m.Instances) || len(m.Classes) != 23 {
+			t.Fatalf("train bag %v", m)
 		}
 	}
-	stdout.Reset()
-	if err := Command(context.Background(), env, []string{"--brokers", b, "--data", "../../../testdata/msrc_v2_sample/images", "--progress=false"}); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	if !strings.Contains(stdout.String(), "published 3 bags (0 labeled") {
-		t.Errorf("folder summary %q", stdout.String())
+	if stdout, _ := runCommand(t, "--brokers", b, "--data", "../../../testdata/msrc_v2_sample/images", "--progress=false"); !strings.Contains(stdout, "published 3 bags (0 labeled") {
+		t.Errorf("folder summary %q", stdout)
 	}
 	readTopic(t, brokers, topics.Annotate, 6)
 }
@@ -191,17 +133,7 @@ func (c *countingCache) PutRaw(ctx context.Context, key string, v []byte) error 
 // same photo sent twice (under two ids, two names) is featurized once;
 // the second bag has the first's instances and regions, and its own id.
 func TestPhotoSentTwiceFeaturizedOnce(t *testing.T) {
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Real(t)})
-	defer rdb.Close()
-	prefix := fmt.Sprintf("test-media-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		keys, _ := rdb.Keys(context.Background(), "{"+prefix+"}*").Result()
-		if len(keys) > 0 {
-			rdb.Del(context.Background(), keys...)
-		}
-	})
+	rdb, _, prefix := realRedis(t, "media")
 	cache := &countingCache{c: featurecache.New(rdb, prefix, time.Hour, 100)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -209,11 +141,7 @@ func TestPhotoSentTwiceFeaturizedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, MediaCache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, brokers, topics := startPublisher(t, PublisherConfig{LabelFraction: 1, MediaCache: cache})
 	f, _ := imagefeat.New(imagefeat.DefaultParams())
 	for _, id := range []string{"first", "again"} {
 		ph := photobag.Photo{ID: id, URI: id + ".jpg", Data: good}
@@ -224,13 +152,8 @@ func TestPhotoSentTwiceFeaturizedOnce(t *testing.T) {
 	if cache.puts != 1 || cache.hits != 1 {
 		t.Fatalf("featurized %d times, %d cache hits; want 1 and 1", cache.puts, cache.hits)
 	}
-	v, _ := wire.NewValidator(0)
 	bags := map[string]*wire.BagMessage{}
-	for _, raw := range readTopic(t, brokers, topics.Annotate, 2) {
-		m, err := v.DecodeBag(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range readBags(t, brokers, topics.Annotate, 2) {
 		bags[m.ID] = m
 	}
 	a, b := bags["first"], bags["again"]

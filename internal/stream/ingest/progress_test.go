@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -54,14 +53,7 @@ func TestHTTPErrorsThroughSlog(t *testing.T) {
 	ca := tlstest.NewCA(t, "ingest")
 	srv := ca.Server(t, "ingest")
 	addr := freeAddr(t)
-	var stdout, stderr syncbuf.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Command(ctx, service.Env{Stdout: &stdout, Stderr: &stderr}, []string{"--brokers", brokers[0], "--listen", addr,
-			"--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile})
-	}()
+	_, stderr, stop := startCommand(t, "--brokers", brokers[0], "--listen", addr, "--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile)
 	streamtest.WaitFor(t, 10*time.Second, "a TLS handshake error logged", func() bool {
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
 			resp.Body.Close()
@@ -71,8 +63,7 @@ func TestHTTPErrorsThroughSlog(t *testing.T) {
 	if !regexp.MustCompile(`level=WARN msg="http: TLS handshake error`).MatchString(stderr.String()) {
 		t.Errorf("the handshake error is not a structured WARN line:\n%s", stderr.String())
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -120,8 +120,6 @@ func TestPublishSizeDiscipline(t *testing.T) {
 // without checking it, or with another reason than ingest gives its wire
 // form.
 func TestPublishDatasetRejectsAsDecoding(t *testing.T) {
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ds := &mil.Dataset{Name: "toy", Dim: 2, Classes: []string{"a", "b"}, Bags: []mil.Bag{
@@ -141,11 +139,7 @@ func TestPublishDatasetRejectsAsDecoding(t *testing.T) {
 		}
 		return out
 	}
-	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, _, _ := startPublisher(t, PublisherConfig{LabelFraction: 1})
 	rej, err := p.PublishDataset(ctx, ds, ds.Bags)
 	if err != nil {
 		t.Fatal(err)
@@ -181,8 +175,6 @@ func TestPublishDatasetRejectsAsDecoding(t *testing.T) {
 // message sent under the JSON content type (or the reverse), a bag lost
 // or altered in the transcoding, and a check skipped on the binary path.
 func TestPublishProtobuf(t *testing.T) {
-	topics := wire.DefaultTopics()
-	brokers := streamtest.StartBroker(t, 1, topics.All()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ds := &mil.Dataset{Name: "toy", Dim: 2, Classes: []string{"a", "b"}, Bags: []mil.Bag{
@@ -191,11 +183,7 @@ func TestPublishProtobuf(t *testing.T) {
 		{ID: "ds-ragged", Instances: [][]float64{{1, 2}, {3}}},
 		{ID: "ds-unlabeled", Instances: [][]float64{{5, 6}}},
 	}}
-	p, err := NewPublisher(PublisherConfig{Brokers: brokers, Topics: topics, LabelFraction: 1, Format: wire.FormatProtobuf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, brokers, topics := startPublisher(t, PublisherConfig{LabelFraction: 1, Format: wire.FormatProtobuf})
 	rej, err := p.PublishDataset(ctx, ds, ds.Bags)
 	if err != nil || len(rej) != 1 || rej[0].Index != 2 || rej[0].Reason != wire.ReasonDimension {
 		t.Fatalf("PublishDataset: %+v %v, want ds-ragged rejected for its dimension", rej, err)

@@ -5,14 +5,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mimlstream/mimlstream/internal/httpguard"
 )
 
 // TestSlowBodiesCannotTakeEverySlot is the adversary's run: with
@@ -25,16 +21,8 @@ import (
 func TestSlowBodiesCannotTakeEverySlot(t *testing.T) {
 	brokers := startBroker(t)
 	pub := newPublisher(t, brokers, 1<<20)
-	tokFile := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokFile, []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	toks, err := httpguard.LoadTokens(tokFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	hc := HTTPConfig{Tokens: toks, MaxLineBytes: 1 << 20, Batch: 16, MaxConcurrent: 8}
+	hc := HTTPConfig{Tokens: loadTokens(t, "tok\n"), MaxLineBytes: 1 << 20, Batch: 16, MaxConcurrent: 8}
 	hc.MinBodyRate, hc.MinBodyRateGrace = cfg.MinBodyRate, 2*time.Second
 	addr := serve(t, pub, hc, cfg.Timeouts, "", "")
 	start := time.Now()
