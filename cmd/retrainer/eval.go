@@ -82,7 +82,7 @@ doc); any other key is rejected.`, e.stderr)
 	fs.StringVar(&f.sweepValues, "sweep-values", "", "comma-separated fractions of the sweep (default prune: 0,0.1,...,0.9; subset: 1,0.8,...,0.1)")
 	fs.StringVar(&f.foldsOut, "folds-out", "", "also write the protocol's folds (repeat, fold, 0-based train and test bag indices and the bag names) as JSON to this `file`, to run another implementation on the same folds")
 	fs.StringVar(&f.regions, "regions", "service", "photo and document manifests: the instances are the service's regions or passages (service) or the ground-truth ones (gt)")
-	fs.StringVar(&f.passages, "passages", string(text.Windows), "document manifests: the service's passages: windows (50 words every 25), paragraphs or sentences")
+	fs.StringVar(&f.passages, "passages", string(text.DefaultSegmenter), "document manifests: the passages: paragraphs (the service's: one of more than 400 words cut into windows), windows (Andrews et al.'s 50 words every 25) or sentences")
 	fs.IntVar(&f.dim, "dim", text.DefaultDim, "document manifests: hashed feature `dimension` (a kind without a sparse path, mimlca, needs a small one: 1024)")
 	fs.StringVar(&f.plot, "plot", "", "with --sweep, draw accuracy and time against the fraction to this `file` (.png or .svg)")
 	if err := cli.Parse(fs, args); err != nil {

@@ -76,7 +76,7 @@ type Set struct {
 func (opt Options) TextFeaturizer() (text.Featurizer, error) {
 	seg := opt.Passages
 	if seg == "" {
-		seg = text.Windows
+		seg = text.DefaultSegmenter
 	}
 	return text.Featurizer{Segmentation: text.Segmentation{Segmenter: seg}, Dim: opt.Dim}.Normalized()
 }

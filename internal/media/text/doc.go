@@ -22,8 +22,11 @@
 // Each is deterministic, returns passages in text order, and never returns
 // an empty passage or one starting or ending with white space:
 //
-//   - paragraphs: the maximal runs of lines that are not blank (a blank line
-//     holds only white space), trimmed of white space;
+//   - paragraphs (the default, DefaultSegmenter): the maximal runs of lines
+//     that are not blank (a blank line holds only white space), trimmed of
+//     white space; a paragraph of more than MaxWords words (400, about a
+//     printed page: a document without blank lines, say) is cut into
+//     windows (below) of its own words instead;
 //   - sentences: UAX #29 sentences inside each paragraph, trimmed, with the
 //     paragraph's single line breaks read as spaces (Usenet and e-mail text
 //     is hard-wrapped, and UAX #29 ends a sentence at every line break);

@@ -45,8 +45,8 @@ const (
 var ErrFeaturizer = errors.New("bad text featurizer settings")
 
 // Featurizer turns a document into passages and their sparse vectors.
-// The zero value is Andrews et al.'s windows, DefaultDim features and Log
-// term weights.
+// The zero value is DefaultSegmenter's passages (paragraphs, long ones cut
+// into windows), DefaultDim features and Log term weights.
 type Featurizer struct {
 	Segmentation
 	Dim int `json:"dim,omitempty"`
@@ -122,6 +122,17 @@ func (f Featurizer) termOf(word string) termHash {
 	return t
 }
 
+// DefaultFeaturizer returns the service's featurizer, its settings filled
+// in: DefaultSegmenter's passages, DefaultDim features, Log term weights,
+// no L2 (the model's IDF weighting normalises).
+func DefaultFeaturizer() Featurizer {
+	f, err := Featurizer{}.Normalized()
+	if err != nil {
+		panic(err) // the zero value's defaults are valid: TestDefaultFeaturizer
+	}
+	return f
+}
+
 // Normalized returns f with its defaults filled in, or an error.
 func (f Featurizer) Normalized() (Featurizer, error) {
 	s, err := f.Segmentation.Normalized()
@@ -152,8 +163,11 @@ func (f Featurizer) Params() map[string]string {
 		"l2": strconv.FormatBool(f.L2), "stop": "snowball-english", "stem": "snowball-english",
 		"hash": "murmur3-32-signed",
 	}
-	if f.Segmenter == Windows {
+	if f.Segmenter != Sentences {
 		p["window"], p["stride"] = strconv.Itoa(f.Window), strconv.Itoa(f.Stride)
+	}
+	if f.Segmenter == Paragraphs {
+		p["max_words"] = strconv.Itoa(f.MaxWords)
 	}
 	return p
 }

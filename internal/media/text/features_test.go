@@ -154,9 +154,18 @@ func TestFeaturizeHandComputed(t *testing.T) {
 	}
 }
 
+// TestDefaultFeaturizer: the service's featurizer is the zero value's,
+// normalized: paragraphs, 2^16 features, log weights.
+func TestDefaultFeaturizer(t *testing.T) {
+	f := DefaultFeaturizer()
+	if f.Segmenter != Paragraphs || f.MaxWords != DefaultMaxWords || f.Window != DefaultWindow || f.Dim != DefaultDim || f.TF != Log || f.L2 {
+		t.Fatalf("default featurizer %+v", f)
+	}
+}
+
 func TestIdentity(t *testing.T) {
 	a, _ := Featurizer{}.Normalized()
-	want := "text-hash@1?dim=65536&hash=murmur3-32-signed&l2=false&segmenter=windows&stem=snowball-english&stop=snowball-english&stride=25&tf=log&window=50"
+	want := "text-hash@1?dim=65536&hash=murmur3-32-signed&l2=false&max_words=400&segmenter=paragraphs&stem=snowball-english&stop=snowball-english&stride=25&tf=log&window=50"
 	if got := a.Identity().String(); got != want {
 		t.Fatalf("identity %q, want %q", got, want)
 	}
@@ -177,7 +186,7 @@ func TestIdentity(t *testing.T) {
 	if err := media.Check(a.Identity(), carried); err != nil {
 		t.Fatalf("same featurizer refused: %v", err)
 	}
-	for _, other := range []Featurizer{{Dim: 1 << 10}, {TF: Raw}, {Segmentation: Segmentation{Segmenter: Paragraphs}}, {Segmentation: Segmentation{Window: 40}}} {
+	for _, other := range []Featurizer{{Dim: 1 << 10}, {TF: Raw}, {Segmentation: Segmentation{Segmenter: Windows}}, {Segmentation: Segmentation{Window: 40}}, {Segmentation: Segmentation{MaxWords: 300}}} {
 		o, _ := other.Normalized()
 		if err := media.Check(a.Identity(), o.Identity()); !errors.Is(err, media.ErrFeaturizer) {
 			t.Fatalf("%+v: %v, want media.ErrFeaturizer", other, err)

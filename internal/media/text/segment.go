@@ -3,6 +3,7 @@ package text
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -206,12 +207,30 @@ const (
 	DefaultStride = 25
 )
 
+// DefaultSegmenter is the service's: documents are written in paragraphs,
+// and a paragraph is about one thing far more often than a window of 50
+// words straddling two of them is (on the development documents the
+// supervised upper bound of passage accuracy is 0.697 on paragraphs,
+// 0.675 on windows). Windows stay for Andrews et al.'s reproduction, and
+// cut a paragraph too long to be one passage (DefaultMaxWords).
+const DefaultSegmenter = Paragraphs
+
+// DefaultMaxWords is the longest paragraph the paragraphs segmenter keeps
+// as one passage: about a printed page. A longer one (a document without
+// blank lines, a transcript) is cut into windows, so that its topics can
+// still be told apart.
+const DefaultMaxWords = 400
+
 // Segmentation selects a segmenter and its settings.
 type Segmentation struct {
 	Segmenter Segmenter `json:"segmenter"`
-	// Window and Stride (words) apply to Windows only; 0 means the default.
+	// Window and Stride (words) apply to Windows, and to Paragraphs'
+	// windows inside a paragraph of more than MaxWords words; 0 means the
+	// default.
 	Window int `json:"window,omitempty"`
 	Stride int `json:"stride,omitempty"`
+	// MaxWords applies to Paragraphs only; 0 means DefaultMaxWords.
+	MaxWords int `json:"max_words,omitempty"`
 }
 
 // Normalized returns s with its defaults filled in, or an error wrapping
@@ -219,12 +238,17 @@ type Segmentation struct {
 func (s Segmentation) Normalized() (Segmentation, error) {
 	switch s.Segmenter {
 	case "":
-		s.Segmenter = Windows
+		s.Segmenter = DefaultSegmenter
 	case Paragraphs, Sentences, Windows:
 	default:
 		return s, fmt.Errorf("%w: %q (want %s, %s or %s)", ErrSegmenter, s.Segmenter, Paragraphs, Sentences, Windows)
 	}
-	if s.Segmenter != Windows {
+	if s.Segmenter != Paragraphs {
+		s.MaxWords = 0
+	} else if s.MaxWords == 0 {
+		s.MaxWords = DefaultMaxWords
+	}
+	if s.Segmenter == Sentences {
 		s.Window, s.Stride = 0, 0
 		return s, nil
 	}
@@ -236,6 +260,9 @@ func (s Segmentation) Normalized() (Segmentation, error) {
 	}
 	if s.Window < 1 || s.Stride < 1 || s.Stride > s.Window {
 		return s, fmt.Errorf("%w: window %d, stride %d (want 1 <= stride <= window)", ErrSegmenter, s.Window, s.Stride)
+	}
+	if s.Segmenter == Paragraphs && s.MaxWords < s.Window {
+		return s, fmt.Errorf("%w: max_words %d below the window of %d words", ErrSegmenter, s.MaxWords, s.Window)
 	}
 	return s, nil
 }
@@ -250,16 +277,28 @@ func (s Segmentation) Segment(doc string, ws []Word) ([]Span, error) {
 	if err := CheckUTF8(doc); err != nil {
 		return nil, err
 	}
-	switch s.Segmenter {
-	case Paragraphs:
-		return paragraphs(doc, nil), nil
-	case Sentences:
+	if s.Segmenter == Sentences {
 		return sentences(doc), nil
 	}
 	if ws == nil {
 		ws = words(doc, 0, 0, nil)
 	}
-	return windows(ws, s.Window, s.Stride), nil
+	if s.Segmenter == Windows {
+		return windows(ws, s.Window, s.Stride), nil
+	}
+	ps := paragraphs(doc, nil)
+	out := make([]Span, 0, len(ps))
+	for _, p := range ps {
+		// The paragraph's words: those inside its byte span.
+		lo := sort.Search(len(ws), func(i int) bool { return ws[i].ByteStart >= p.ByteStart })
+		hi := sort.Search(len(ws), func(i int) bool { return ws[i].ByteStart >= p.ByteEnd })
+		if hi-lo > s.MaxWords {
+			out = append(out, windows(ws[lo:hi], s.Window, s.Stride)...)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // paragraphs appends doc's paragraphs to out.

@@ -3,6 +3,7 @@ package text
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -54,6 +55,15 @@ func TestSegmenters(t *testing.T) {
 			"naïve cafe\u0301s?  Oui.\n\n\nfin"}},
 		{Segmentation{Segmenter: Windows, Window: 50}, []string{
 			"Première ligne. Encore\nla même phrase!\n \n\nZweiter Absatz: naïve cafe\u0301s?  Oui.\n\n\nfin"}},
+		// Paragraphs of more than 4 words (6 and 5 here) cut into windows
+		// of 3 words every 2; the last, of one word, kept whole.
+		{Segmentation{Segmenter: Paragraphs, MaxWords: 4, Window: 3, Stride: 2}, []string{
+			"Première ligne. Encore",
+			"Encore\nla même",
+			"même phrase",
+			"Zweiter Absatz: naïve",
+			"naïve cafe\u0301s?  Oui",
+			"fin"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.seg.Segmenter), func(t *testing.T) {
@@ -155,7 +165,7 @@ func TestInvalidUTF8(t *testing.T) {
 }
 
 func TestSegmentationSettings(t *testing.T) {
-	for _, s := range []Segmentation{{Segmenter: "lines"}, {Segmenter: Windows, Window: 10, Stride: 11}, {Segmenter: Windows, Window: -1}} {
+	for _, s := range []Segmentation{{Segmenter: "lines"}, {Segmenter: Windows, Window: 10, Stride: 11}, {Segmenter: Windows, Window: -1}, {Segmenter: Paragraphs, MaxWords: 10}} {
 		if _, err := s.Segment("a b", nil); !errors.Is(err, ErrSegmenter) {
 			t.Fatalf("%+v: %v, want ErrSegmenter", s, err)
 		}
@@ -195,7 +205,10 @@ func checkInvariants(t testing.TB, doc string) {
 			t.Fatalf("%q: words %d and %d overlap", doc, i-1, i)
 		}
 	}
-	for _, seg := range []Segmentation{{Segmenter: Paragraphs}, {Segmenter: Sentences}, {Segmenter: Windows}, {Segmenter: Windows, Window: 3, Stride: 2}} {
+	paras := paragraphs(doc, nil)
+	for _, seg := range []Segmentation{{Segmenter: Paragraphs}, {Segmenter: Sentences}, {Segmenter: Windows}, {Segmenter: Windows, Window: 3, Stride: 2},
+		{Segmenter: Paragraphs, MaxWords: 4, Window: 3, Stride: 2}} {
+		cut := seg.Segmenter == Paragraphs && seg.MaxWords != 0 // long paragraphs cut into windows
 		spans, err := seg.Segment(doc, nil)
 		if err != nil {
 			t.Fatalf("%s %q: %v", seg.Segmenter, doc, err)
@@ -208,14 +221,31 @@ func checkInvariants(t testing.TB, doc string) {
 			if i > 0 && spans[i].ByteStart <= spans[i-1].ByteStart {
 				t.Fatalf("%s %q: passages out of order", seg.Segmenter, doc)
 			}
-			if seg.Segmenter != Windows && i > 0 && spans[i].ByteStart < spans[i-1].ByteEnd {
+			if seg.Segmenter != Windows && !cut && i > 0 && spans[i].ByteStart < spans[i-1].ByteEnd {
 				t.Fatalf("%s %q: passages %d and %d overlap", seg.Segmenter, doc, i-1, i)
 			}
 			if seg.Segmenter != Windows && hasBlankLine(s) {
 				t.Fatalf("%s %q: passage %q holds a blank line", seg.Segmenter, doc, s)
 			}
 		}
-		if seg.Segmenter == Paragraphs {
+		if cut {
+			// Each passage is a paragraph of at most 4 words, or a window
+			// of at most 3 words inside one.
+			for i, sp := range spans {
+				n := 0
+				for _, w := range ws {
+					if w.ByteStart >= sp.ByteStart && w.ByteEnd <= sp.ByteEnd {
+						n++
+					}
+				}
+				whole := slices.Contains(paras, sp) && n <= 4
+				inside := n <= 3 && slices.ContainsFunc(paras, func(p Span) bool { return p.ByteStart <= sp.ByteStart && sp.ByteEnd <= p.ByteEnd })
+				if !whole && !inside {
+					t.Fatalf("%q: passage %d %q (%d words) neither a short paragraph nor a window inside one", doc, i, texts[i], n)
+				}
+			}
+		}
+		if seg.Segmenter == Paragraphs && !cut {
 			// Every code point outside the paragraphs is white space, and
 			// every non-space one is inside one.
 			covered := make([]bool, len(doc))

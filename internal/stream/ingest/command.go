@@ -174,8 +174,9 @@ featurized, and its bag carries the photo's SHA-256 and the regions' masks;
 a photo that cannot be read is dead-lettered with reason media (oversize
 beyond 16 MiB); a manifest of documents (JSON lines with "text" or a "path"
 relative to its folder, optional "labels", as text_dev's docs.jsonl) or a
-folder of .txt files: each document is cut into passages of 50 words every
-25 and featurized (hashed stemmed words), and its bag carries the
+folder of .txt files: each document is cut into passages (its paragraphs,
+one of more than 400 words into windows of 50 words every 25) and
+featurized (hashed stemmed words), and its bag carries the
 document's SHA-256 and each passage's span in code points and bytes; a
 document that is not UTF-8 is dead-lettered with reason media and the offset
 of its first bad byte (oversize beyond 8 MiB);

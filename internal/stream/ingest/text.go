@@ -57,7 +57,7 @@ func isDocumentFolder(path string) bool {
 // ingestDocuments publishes the documents of a manifest (text.Entry lines:
 // inline text or a file relative to the manifest, optional labels; the
 // ground-truth passages are for evaluation and not sent) or of a folder
-// (every .txt file, by name, unlabeled), cut into Andrews's windows and
+// (every .txt file, by name, unlabeled), cut into passages and
 // featurized with the service's default text featurizer. A document file
 // that is not UTF-8 or is too large is dead-lettered (reasons media,
 // oversize); a manifest line that is not UTF-8 is a malformed manifest
@@ -124,12 +124,12 @@ func (s *Service) ingestDocuments(ctx context.Context, path string, folder bool)
 	return nil
 }
 
-// defaultTextFeaturizer is the text featurizer of every door: Andrews's
-// windows, 2^16 hashed features, log term weights, with a term cache of up
-// to a million word forms (stemming is half the cost of a cold document).
-// The settings are spelled out as Normalized would fill them in: Bag
-// reads Dim and the identity.
+// defaultTextFeaturizer is the text featurizer of every door,
+// text.DefaultFeaturizer (paragraphs, long ones cut into windows; 2^16
+// hashed features; log term weights), with a term cache of up to a million
+// word forms (stemming is half the cost of a cold document).
 func defaultTextFeaturizer() text.Featurizer {
-	return text.Featurizer{Segmentation: text.Segmentation{Segmenter: text.Windows, Window: text.DefaultWindow, Stride: text.DefaultStride},
-		Dim: text.DefaultDim, TF: text.Log, Terms: text.NewTermCache(1 << 20)}
+	f := text.DefaultFeaturizer()
+	f.Terms = text.NewTermCache(1 << 20)
+	return f
 }
