@@ -168,6 +168,11 @@ func (r *Retrainer) accept(ctx context.Context, f fetched) (added bool) {
 		return false
 	}
 	pf.next, pf.last, pf.moved = f.msg.Offset+1, markOf(f.msg), time.Now()
+	if pf.anchor.offset < 0 {
+		// The first record read becomes the anchor at once: a log
+		// replaced before the next check must not find none.
+		pf.anchor = pf.last
+	}
 	r.follows.mu.Unlock()
 	r.add(ctx, f.msg)
 	r.follows.consume.Unlock()
@@ -437,9 +442,11 @@ func (r *Retrainer) checkTopic(ctx context.Context, g *errgroup.Group, out chan<
 		r.follows.mu.Lock()
 		pf := r.follows.parts[p.ID]
 		var next int64
-		var anchor recordMark
+		var anchor, newest recordMark
 		if pf != nil {
-			next, anchor = pf.next, pf.anchor
+			// newest is taken before the anchor is checked: a record
+			// read after the check began may be of a new log already.
+			next, anchor, newest = pf.next, pf.anchor, pf.last
 		}
 		r.follows.mu.Unlock()
 		if pf == nil {
@@ -469,12 +476,20 @@ func (r *Retrainer) checkTopic(ctx context.Context, g *errgroup.Group, out chan<
 			r.resetPartition(ctx, g, out, p.ID, first, last)
 			continue
 		}
+		if newest.offset < 0 && anchor.offset < 0 && next > first {
+			// Nothing read yet (a follower that started at the end):
+			// the record before its offset is the anchor.
+			if m, err := r.readRecord(ctx, p.ID, next-1); err == nil && m.Offset == next-1 {
+				newest = markOf(m)
+			}
+		}
 		r.follows.mu.Lock()
 		if pf == r.follows.parts[p.ID] {
 			// The anchor held (or proves nothing any more): the newest
-			// record read becomes the one checked next time.
-			if pf.last.offset >= 0 {
-				pf.anchor = pf.last
+			// record read when the check began becomes the one checked
+			// next time.
+			if newest.offset >= 0 {
+				pf.anchor = newest
 			}
 			pf.end = last
 			if pf.next >= last {

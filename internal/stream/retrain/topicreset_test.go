@@ -47,11 +47,16 @@ func TestRetrainerFollowsATopicReset(t *testing.T) {
 		after      int // partitions after
 		recreate   bool
 		keepsOlder bool // the old topic's bags stay in the window
+		// hasty: the retrainer starts on the empty topic, and the topic is
+		// recreated as soon as the old bags are in the window, with no
+		// check in between (no record checked yet).
+		hasty bool
 	}{
 		{name: "recreated with as many partitions", before: 3, after: 3, recreate: true},
 		{name: "recreated with fewer partitions", before: 3, after: 1, recreate: true},
 		{name: "recreated with more partitions", before: 2, after: 4, recreate: true},
 		{name: "partitions added", before: 2, after: 4, keepsOlder: true},
+		{name: "recreated before any check", before: 4, after: 4, recreate: true, hasty: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +89,9 @@ func TestRetrainerFollowsATopicReset(t *testing.T) {
 			create(tc.before)
 			ds := streamtest.SmallDataset(120)
 			old, fresh := ds.Bags[:30], ds.Bags[30:]
-			h.writeBags(ctx, ds, old)
+			if !tc.hasty {
+				h.writeBags(ctx, ds, old)
+			}
 			r := h.retrainer(func(c *RetrainerConfig) {
 				c.Every = 10000
 				c.ReachCheck = time.Second
@@ -92,9 +99,15 @@ func TestRetrainerFollowsATopicReset(t *testing.T) {
 			})
 			done := make(chan error, 1)
 			go func() { done <- r.Run(ctx) }()
+			if tc.hasty {
+				streamtest.WaitFor(t, 20*time.Second, "the window rebuilt", func() bool { ok, _ := r.Ready(); return ok })
+				h.writeBags(ctx, ds, old)
+			}
 			streamtest.WaitFor(t, 20*time.Second, "the window of the old topic", func() bool { return r.Len() == len(old) })
-			// Let a few reach checks pass on the old topic.
-			time.Sleep(2500 * time.Millisecond)
+			if !tc.hasty {
+				// Let a few reach checks pass on the old topic.
+				time.Sleep(2500 * time.Millisecond)
+			}
 
 			if tc.recreate {
 				remove()
