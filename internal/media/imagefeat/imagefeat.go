@@ -160,97 +160,125 @@ func (f *Featurizer) Featurize(img *photo.Image) (*Result, error) {
 
 // Describe computes the features of every region of seg (of which none
 // may be empty) and the holistic vector.
+//
+// It makes one pass over the pixels in row-major order, computing each
+// pixel's texture measures there and adding the pixel to its region's sums
+// and to the whole photo's: a region's sums run over its pixels in the
+// same ascending order as a pass over that region alone would, so the
+// features are the same to the last bit (TestDescribeMatchesPerRegion),
+// without the per-pixel gradient planes and pixel lists such a pass needs.
 func Describe(lab *photo.Lab, seg *imageseg.Segmentation) *Result {
-	g := newGradients(lab)
+	w, h := lab.W, lab.H
 	masks := seg.Masks()
-	pixels := seg.Pixels()
 	res := &Result{Segmentation: seg, Instances: make([][]float64, seg.N), Regions: make([]media.Region, seg.N)}
-	for k, px := range pixels {
+	acc := make([]regionSums, seg.N)
+	for k := range acc {
 		box := masks[k].BBox()
-		res.Instances[k] = features(lab, g, px, box)
+		acc[k].init(box)
 		res.Regions[k] = media.Region{BBox: &box, Mask: &masks[k]}
 	}
-	all := make([]int32, lab.W*lab.H)
-	for i := range all {
-		all[i] = int32(i)
-	}
-	res.Holistic = features(lab, g, all, [4]int{0, 0, lab.W, lab.H})
-	return res
-}
-
-// gradients are the per-pixel texture measures of L*.
-type gradients struct {
-	dx, dy, lap []float32
-}
-
-func newGradients(lab *photo.Lab) *gradients {
-	w, h := lab.W, lab.H
+	var all regionSums
+	all.init([4]int{0, 0, w, h})
 	L := lab.L
-	g := &gradients{dx: make([]float32, w*h), dy: make([]float32, w*h), lap: make([]float32, w*h)}
 	at := func(x, y int) float32 {
 		return L[min(max(y, 0), h-1)*w+min(max(x, 0), w-1)]
 	}
 	for y := range h {
+		yu, yd := max(y-1, 0), min(y+1, h-1)
 		for x := range w {
 			p := y*w + x
 			// Central differences, one-sided where a neighbour is missing.
 			xl, xr := max(x-1, 0), min(x+1, w-1)
-			yu, yd := max(y-1, 0), min(y+1, h-1)
+			var dx, dy float32
 			if xr > xl {
-				g.dx[p] = abs32(L[y*w+xr]-L[y*w+xl]) / float32(xr-xl)
+				dx = abs32(L[y*w+xr]-L[y*w+xl]) / float32(xr-xl)
 			}
 			if yd > yu {
-				g.dy[p] = abs32(L[yd*w+x]-L[yu*w+x]) / float32(yd-yu)
+				dy = abs32(L[yd*w+x]-L[yu*w+x]) / float32(yd-yu)
 			}
-			g.lap[p] = abs32(at(x-1, y) + at(x+1, y) + at(x, y-1) + at(x, y+1) - 4*L[p])
+			lap := abs32(at(x-1, y) + at(x+1, y) + at(x, y-1) + at(x, y+1) - 4*L[p])
+			px := pixel{l: float64(L[p]), a: float64(lab.A[p]), b: float64(lab.B[p]),
+				dx: float64(dx), dy: float64(dy), lap: float64(lap), x: x, y: y}
+			if k := seg.Labels[p]; k >= 0 {
+				acc[k].add(&px)
+			}
+			all.add(&px)
 		}
 	}
-	return g
+	for k := range acc {
+		res.Instances[k] = acc[k].features(w, h)
+	}
+	res.Holistic = all.features(w, h)
+	return res
+}
+
+// pixel is what a region's sums take of one pixel.
+type pixel struct {
+	l, a, b, dx, dy, lap float64
+	x, y                 int
+}
+
+// regionSums accumulates one region's features over its pixels.
+type regionSums struct {
+	box                                               [4]int
+	n, sL, sA, sB, qL, qA, qB, sdx, sdy, slap, sx, sy float64
+	cell, cellN                                       [9]float64
+	// col[x-box[0]] and row[y-box[1]] are the patch cell's column and
+	// row (0-2) of a pixel: the two integer divisions a pixel, done once
+	// per column and row of the box instead.
+	col, row []uint8
+}
+
+func (r *regionSums) init(box [4]int) {
+	r.box = box
+	bw, bh := box[2]-box[0], box[3]-box[1]
+	r.col, r.row = make([]uint8, bw), make([]uint8, bh)
+	for d := range r.col {
+		r.col[d] = uint8(min(d*3/bw, 2))
+	}
+	for d := range r.row {
+		r.row[d] = uint8(min(d*3/bh, 2))
+	}
+}
+
+func (r *regionSums) add(p *pixel) {
+	r.n++
+	r.sL += p.l
+	r.sA += p.a
+	r.sB += p.b
+	r.qL += p.l * p.l
+	r.qA += p.a * p.a
+	r.qB += p.b * p.b
+	r.sdx += p.dx
+	r.sdy += p.dy
+	r.slap += p.lap
+	r.sx += float64(p.x)
+	r.sy += float64(p.y)
+	c := int(r.row[p.y-r.box[1]])*3 + int(r.col[p.x-r.box[0]])
+	r.cell[c] += p.l
+	r.cellN[c]++
 }
 
 func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 
-// features describes the region of pixel indices px (non-empty) with box
-// box; see the package comment for the dimensions.
-func features(lab *photo.Lab, g *gradients, px []int32, box [4]int) []float64 {
-	w, h := lab.W, lab.H
-	n := float64(len(px))
-	var sL, sA, sB, qL, qA, qB, sdx, sdy, slap, sx, sy float64
-	bw, bh := box[2]-box[0], box[3]-box[1]
-	var cell [9]float64
-	var cellN [9]float64
-	for _, p := range px {
-		l, a, b := float64(lab.L[p]), float64(lab.A[p]), float64(lab.B[p])
-		sL += l
-		sA += a
-		sB += b
-		qL += l * l
-		qA += a * a
-		qB += b * b
-		sdx += float64(g.dx[p])
-		sdy += float64(g.dy[p])
-		slap += float64(g.lap[p])
-		x, y := int(p)%w, int(p)/w
-		sx += float64(x)
-		sy += float64(y)
-		cx := min((x-box[0])*3/bw, 2)
-		cy := min((y-box[1])*3/bh, 2)
-		cell[cy*3+cx] += l
-		cellN[cy*3+cx]++
-	}
-	mL, mA, mB := sL/n, sA/n, sB/n
+// features returns the region's features (see the package comment for the
+// dimensions) from its sums over a w x h photo.
+func (r *regionSums) features(w, h int) []float64 {
+	n := r.n
+	bw, bh := r.box[2]-r.box[0], r.box[3]-r.box[1]
+	mL, mA, mB := r.sL/n, r.sA/n, r.sB/n
 	sd := func(q, m float64) float64 { return math.Sqrt(max(0, q/n-m*m)) }
 	v := make([]float64, 0, Dim)
 	v = append(v, mL/100, mA/100, mB/100,
-		sd(qL, mL)/100, sd(qA, mA)/100, sd(qB, mB)/100,
-		sdx/n/100, sdy/n/100, slap/n/100,
-		(sx/n+0.5)/float64(w), (sy/n+0.5)/float64(h),
+		sd(r.qL, mL)/100, sd(r.qA, mA)/100, sd(r.qB, mB)/100,
+		r.sdx/n/100, r.sdy/n/100, r.slap/n/100,
+		(r.sx/n+0.5)/float64(w), (r.sy/n+0.5)/float64(h),
 		n/float64(w*h),
 		float64(bw)/float64(w), float64(bh)/float64(h),
 		n/float64(bw*bh))
-	for k := range cell {
-		if cellN[k] > 0 {
-			v = append(v, cell[k]/cellN[k]/100)
+	for k := range r.cell {
+		if r.cellN[k] > 0 {
+			v = append(v, r.cell[k]/r.cellN[k]/100)
 		} else {
 			v = append(v, mL/100)
 		}

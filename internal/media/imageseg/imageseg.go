@@ -154,6 +154,9 @@ func SLIC(lab *photo.Lab, k int, m float64, iterations int) *Segmentation {
 	dist := make([]float32, n)
 	type sum struct{ l, a, b, x, y, n float64 }
 	sums := make([]sum, len(cs))
+	// dx2[i] is the squared column offset of the window's column i from
+	// the centre, the same float32 value for every row of the window.
+	dx2 := make([]float32, 2*win+1)
 	for it := 0; it < iterations; it++ {
 		for i := range dist {
 			dist[i] = math.MaxFloat32
@@ -162,6 +165,11 @@ func SLIC(lab *photo.Lab, k int, m float64, iterations int) *Segmentation {
 			cx, cy := int(ce.x+0.5), int(ce.y+0.5)
 			x0, x1 := max(0, cx-win), min(w, cx+win+1)
 			y0, y1 := max(0, cy-win), min(h, cy+win+1)
+			dxx := dx2[:x1-x0]
+			for i := range dxx {
+				dx := float32(x0+i) - ce.x
+				dxx[i] = dx * dx
+			}
 			for y := y0; y < y1; y++ {
 				dy := float32(y) - ce.y
 				dy2 := dy * dy
@@ -169,10 +177,10 @@ func SLIC(lab *photo.Lab, k int, m float64, iterations int) *Segmentation {
 				L, A, B := lab.L[row+x0:row+x1], lab.A[row+x0:row+x1], lab.B[row+x0:row+x1]
 				D := dist[row+x0 : row+x1]
 				lb := labels[row+x0 : row+x1]
+				A, B, D, lb, dr := A[:len(L)], B[:len(L)], D[:len(L)], lb[:len(L)], dxx[:len(L)]
 				for i := range L {
 					dl, da, db := L[i]-ce.l, A[i]-ce.a, B[i]-ce.b
-					dx := float32(x0+i) - ce.x
-					d := dl*dl + da*da + db*db + (dx*dx+dy2)*invS2m2
+					d := dl*dl + da*da + db*db + (dr[i]+dy2)*invS2m2
 					if d < D[i] {
 						D[i] = d
 						lb[i] = int32(c)
@@ -243,10 +251,14 @@ func Components(s *Segmentation, minSize int) *Segmentation {
 		}
 	}
 	// A root is its piece's first pixel (unions keep the smaller index).
-	size := make([]int32, n)
-	for p, l := range s.Labels {
-		if l >= 0 {
-			size[find(int32(p))]++
+	// Sizes only decide specks: with minSize <= 0 none is one.
+	var size []int32
+	if minSize > 0 {
+		size = make([]int32, n)
+		for p, l := range s.Labels {
+			if l >= 0 {
+				size[find(int32(p))]++
+			}
 		}
 	}
 	out := make([]int32, n)
@@ -263,10 +275,11 @@ func Components(s *Segmentation, minSize int) *Segmentation {
 		}
 		// p starts a piece: a speck joins the region left of (or else
 		// above) p, which is numbered already.
+		speck := size != nil && int(size[p]) < minSize
 		switch {
-		case int(size[p]) < minSize && p%w > 0 && s.Labels[p-1] >= 0:
+		case speck && p%w > 0 && s.Labels[p-1] >= 0:
 			out[p] = out[p-1]
-		case int(size[p]) < minSize && p >= w && s.Labels[p-w] >= 0:
+		case speck && p >= w && s.Labels[p-w] >= 0:
 			out[p] = out[p-w]
 		default:
 			out[p] = next
@@ -318,14 +331,22 @@ func Merge(lab *photo.Lab, s *Segmentation, distance float64, minRegions, maxReg
 			last = e
 		}
 	}
-	for p, l := range c.Labels {
-		if p%w < w-1 {
-			add(l, c.Labels[p+1])
-		}
-		if p+w < len(c.Labels) {
-			add(l, c.Labels[p+w])
+	for y := range c.H {
+		row := c.Labels[y*w : (y+1)*w]
+		for x, l := range row {
+			if x < w-1 {
+				add(l, row[x+1])
+			}
+			if y < c.H-1 {
+				add(l, c.Labels[(y+1)*w+x])
+			}
 		}
 	}
+	// Each pair once, in order of first appearance: the speck passes'
+	// choices do not depend on how often or in what order a pair comes
+	// (each speck takes its closest neighbour, ties to the lower index),
+	// and first appearances are the order the merge loop breaks ties by.
+	edges = firstOccurrences(edges, n)
 	parent := make([]int32, n)
 	for i := range parent {
 		parent[i] = int32(i)
@@ -404,17 +425,13 @@ func Merge(lab *photo.Lab, s *Segmentation, distance float64, minRegions, maxReg
 	}
 	// Each pair once from here on, so each pass of the merge loop below
 	// costs the number of adjacent region pairs.
-	seen := make(map[[2]int32]bool, alive*4)
 	uniq := edges[:0]
 	for _, e := range edges {
-		a, b := find(e[0]), find(e[1])
-		k := [2]int32{min(a, b), max(a, b)}
-		if a != b && !seen[k] {
-			seen[k] = true
-			uniq = append(uniq, k)
+		if a, b := find(e[0]), find(e[1]); a != b {
+			uniq = append(uniq, [2]int32{min(a, b), max(a, b)})
 		}
 	}
-	edges = uniq
+	edges = firstOccurrences(uniq, n)
 	d2 := distance * distance
 	for alive > max(1, minRegions) {
 		bestSmall, bestD := false, math.Inf(1)
@@ -447,11 +464,11 @@ func Merge(lab *photo.Lab, s *Segmentation, distance float64, minRegions, maxReg
 	for i := range id {
 		id[i] = -1
 	}
-	out := make([]int32, len(c.Labels))
+	// c is Components' own copy: renumbered in place.
+	out := c.Labels
 	next := int32(0)
-	for p, l := range c.Labels {
+	for p, l := range out {
 		if l < 0 {
-			out[p] = -1
 			continue
 		}
 		r := find(l)
@@ -462,6 +479,30 @@ func Merge(lab *photo.Lab, s *Segmentation, distance float64, minRegions, maxReg
 		out[p] = id[r]
 	}
 	return &Segmentation{W: c.W, H: c.H, N: int(next), Labels: out}
+}
+
+// firstOccurrences keeps the first of each pair of regions in [0, n),
+// in order, in place. The pairs seen are an open-addressed hash set (a
+// map of [2]int32 cost more than the passes it saves).
+func firstOccurrences(edges [][2]int32, n int) [][2]int32 {
+	size := 16
+	for size < 2*len(edges) {
+		size *= 2
+	}
+	set := make([]uint64, size) // key+1, 0 for an empty slot
+	out := edges[:0]
+	for _, e := range edges {
+		k := uint64(e[0])*uint64(n) + uint64(e[1]) + 1
+		h := (k * 0x9E3779B97F4A7C15) >> 32 & uint64(size-1)
+		for set[h] != 0 && set[h] != k {
+			h = (h + 1) & uint64(size-1)
+		}
+		if set[h] == 0 {
+			set[h] = k
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Grid cuts a w x h photo into rows x cols cells: pixel (x, y) is in cell

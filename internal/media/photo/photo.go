@@ -188,9 +188,54 @@ var srgbToLinear = func() (t [256]float64) {
 func labF(t float64) float64 {
 	const d = 6.0 / 29
 	if t > d*d*d {
-		return math.Cbrt(t)
+		return cbrt(t)
 	}
 	return t/(3*d*d) + 4.0/29
+}
+
+// The cube root of ToLab. math.Cbrt was the largest single cost of the
+// media path (four float divisions a call, three calls a pixel); labF
+// takes roots only of t in ((6/29)^3, 1.09] (x, y, z relative to the
+// white point, at most 1.089 for sRGB), so a table over that range and a
+// short series do the same without dividing. For t in [2^-7, 2), t lies
+// in one of 256 equal cells of its binade, with t0 the cell's midpoint:
+// cbrt(t) = cbrt(t0)·(1+δ)^(1/3), δ = (t−t0)/t0, |δ| <= 2^-9, and the
+// binomial series to δ^6 leaves a truncation error below 2^-59. The
+// result stays within 1 ulp of math.Cbrt (TestCbrtAgainstMath sweeps the
+// range; TestLabFastPathEveryColour compares every 8-bit colour).
+const (
+	cbrtMinExp   = -7 // 2^-7 < (6/29)^3
+	cbrtBinades  = 8  // up to 2^1 > 1.09
+	cbrtCellBits = 8
+)
+
+// cbrtCell holds a cell's midpoint t0 as cbrt(t0) and 1/t0.
+type cbrtCell struct{ root, inv float64 }
+
+var cbrtCells = func() (t [cbrtBinades << cbrtCellBits]cbrtCell) {
+	for i := range t {
+		e, k := i>>cbrtCellBits, i&(1<<cbrtCellBits-1)
+		t0 := math.Ldexp(1+(float64(k)+0.5)/(1<<cbrtCellBits), e+cbrtMinExp)
+		t[i] = cbrtCell{root: math.Cbrt(t0), inv: 1 / t0}
+	}
+	return t
+}()
+
+// cbrt is the cube root of t; outside [2^-7, 2) it is math.Cbrt's.
+func cbrt(t float64) float64 {
+	bits := math.Float64bits(t)
+	e := int(bits>>52) - 1023 - cbrtMinExp // t is positive: no sign bit
+	if uint(e) >= cbrtBinades {
+		return math.Cbrt(t)
+	}
+	c := &cbrtCells[e<<cbrtCellBits|int(bits>>(52-cbrtCellBits)&(1<<cbrtCellBits-1))]
+	// t0 is t with the mantissa below the cell's bits set to one half of
+	// the cell: t−t0 is exact (same binade, Sterbenz).
+	t0 := math.Float64frombits(bits&^(1<<(52-cbrtCellBits)-1) | 1<<(51-cbrtCellBits))
+	d := (t - t0) * c.inv
+	// (1+δ)^(1/3) − 1, Horner: the binomial coefficients of 1/3.
+	q := d * (1.0/3 + d*(-1.0/9+d*(5.0/81+d*(-10.0/243+d*(22.0/729+d*(-154.0/6561))))))
+	return c.root + c.root*q
 }
 
 // ToLab converts img to CIE L*a*b* (sRGB primaries, D65 white).
