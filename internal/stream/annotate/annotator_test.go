@@ -115,17 +115,10 @@ func (h *harness) collect(ctx context.Context, want int, timeout time.Duration) 
 
 func TestAnnotatorAnnotatesEveryBagOnce(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(60)
-	version := h.publishModel(ds, nil)
+	ctx, cancel, ds, version := h.withModel(60)
 	_, done := h.startAnnotator(ctx, "a1", nil)
 
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := h.publisher(ingest.PublisherConfig{LabelFraction: 0.5, Seed: 1})
 	if rej, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil || len(rej) != 0 {
 		t.Fatalf("publish: %v %v", rej, err)
 	}
@@ -170,10 +163,7 @@ func TestAnnotatorAnnotatesEveryBagOnce(t *testing.T) {
 	if st.Published != len(ds.Bags) || st.Labeled != modes["transductive"] {
 		t.Errorf("ingest stats %+v, modes %v", st, modes)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }
 
 func TestAnnotatorDeadLetters(t *testing.T) {
@@ -243,18 +233,12 @@ func TestAnnotatorDeadLetters(t *testing.T) {
 			t.Errorf("%s: original bytes not kept", b.want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }
 
 func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(30)
-	v1 := h.publishModel(ds, nil)
+	ctx, cancel, ds, v1 := h.withModel(30)
 	// A long poll interval: the swap must come from the notification.
 	slow := func(c *AnnotatorConfig) { c.PollInterval = time.Minute }
 	a1, done1 := h.startAnnotator(ctx, "a1", slow)
@@ -267,14 +251,7 @@ func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 	})
 	t.Logf("promotion of %s reached both annotators in %v", v2, d)
 
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	if _, err := pub.PublishDataset(ctx, ds, ds.Bags[:10]); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{LabelFraction: 1}, ds, ds.Bags[:10])
 	anns, _ := h.collect(ctx, 10, 20*time.Second)
 	for id, as := range anns {
 		if as[0].ModelVersion != v2 {
@@ -300,22 +277,12 @@ func TestHotSwapAndRollbackReachEveryAnnotator(t *testing.T) {
 
 func TestAnnotatorKeepsServingWhenRedisIsDown(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(40)
-	v1 := h.publishModel(ds, nil)
+	ctx, cancel, ds, v1 := h.withModel(40)
 	a, done := h.startAnnotator(ctx, "a1", nil)
 	streamtest.WaitFor(t, 5*time.Second, "annotator ready", a.Ready)
 	h.stopRed()
 
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	if _, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{LabelFraction: 0.5}, ds, ds.Bags)
 	anns, dead := h.collect(ctx, len(ds.Bags), 30*time.Second)
 	if len(anns) != len(ds.Bags) || len(dead) != 0 {
 		t.Fatalf("with Redis down: %d annotated, %d dead letters, want %d and 0", len(anns), len(dead), len(ds.Bags))
@@ -330,8 +297,5 @@ func TestAnnotatorKeepsServingWhenRedisIsDown(t *testing.T) {
 	if !a.Ready() || a.ModelVersion() != v1 {
 		t.Fatalf("ready %v version %s after Redis went down", a.Ready(), a.ModelVersion())
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

@@ -1,7 +1,6 @@
 package annotate
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
-	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 )
 
 // TestNextContract: the state machine of the input contract across swaps.
@@ -73,16 +71,11 @@ func TestNextContract(t *testing.T) {
 // the annotator stops serving, or if the warning outlives the rollback.
 func TestForcedIncompatibleModelIsLoud(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(30)
-	v1 := h.publishModel(ds, nil)
-	rec := &logRecorder{}
-	prov, _ := telemetrytest.NewProviders()
+	ctx, cancel, ds, v1 := h.withModel(30)
+	rec, prov, obs := observed()
 	a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) {
+		obs(c)
 		c.PollInterval = 50 * time.Millisecond
-		c.Obs.Logger = slog.New(rec)
-		c.Obs.Meter = prov.Meter
 	})
 	streamtest.WaitFor(t, 10*time.Second, "annotator ready", a.Ready)
 	gauge := func() string {
@@ -118,14 +111,7 @@ func TestForcedIncompatibleModelIsLoud(t *testing.T) {
 
 	// Bags of the old dimension go to dead letters with their reason; the
 	// annotator does not stall on them.
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	if _, err := pub.PublishDataset(ctx, ds, ds.Bags[:5]); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{}, ds, ds.Bags[:5])
 	_, dead := h.collect(ctx, 5, 20*time.Second)
 	if len(dead) != 5 {
 		t.Fatalf("%d dead letters for 5 bags of the old dimension", len(dead))
@@ -147,8 +133,5 @@ func TestForcedIncompatibleModelIsLoud(t *testing.T) {
 	if g := gauge(); !strings.HasSuffix(g, "} 0") {
 		t.Errorf("contract gauge after the rollback: %q, want 0", g)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

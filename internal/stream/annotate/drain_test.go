@@ -72,11 +72,7 @@ func TestShutdownMidBatchCompletesTheBatch(t *testing.T) {
 	}
 	a, done := h.startAnnotator(ctx, "first", one)
 	streamtest.WaitFor(t, 10*time.Second, "ready", a.Ready)
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := h.publisher(ingest.PublisherConfig{LabelFraction: 1})
 	if _, err := pub.PublishDataset(context.Background(), ds, ds.Bags[:5]); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/schemaref"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
-	"github.com/mimlstream/mimlstream/internal/testsupport/telemetrytest"
 )
 
 // logRecorder keeps the records logged at or above a level.
@@ -115,19 +114,14 @@ func TestCorruptCurrentModelLoggedOnceAndReported(t *testing.T) {
 	h := newHarness(t)
 	_, rdb, _ := streamtest.StartRedis(t)
 	h.reg = featurestore.NewRegistry(rdb, "t")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(30)
-	v1 := h.publishModel(ds, nil)
-	rec := &logRecorder{}
-	prov, _ := telemetrytest.NewProviders()
+	ctx, cancel, ds, v1 := h.withModel(30)
+	rec, prov, obs := observed()
 	store := &refusingStore{Registry: h.reg}
 	store.refuse.Store("")
 	a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) {
+		obs(c)
 		c.Store = store
 		c.PollInterval = 50 * time.Millisecond
-		c.Obs.Logger = slog.New(rec)
-		c.Obs.Meter = prov.Meter
 	})
 	streamtest.WaitFor(t, 10*time.Second, "annotator ready", a.Ready)
 
@@ -262,18 +256,19 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-// faultBroker is a kfake cluster with the pipeline's topics, for tests that
-// inject produce errors.
-func faultBroker(t *testing.T, topics wire.Topics) (*kfake.Cluster, []string) {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics.All()...),
+// faultBroker moves the harness to a kfake cluster with the pipeline's
+// topics, for tests that inject produce or fetch errors.
+func (h *harness) faultBroker() *kfake.Cluster {
+	h.t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, h.topics.All()...),
 		kfake.GroupMinSessionTimeout(500*time.Millisecond),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, "127.0.0.1:0") }))
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	return c, c.ListenAddrs()
+	h.t.Cleanup(c.Close)
+	h.brokers = c.ListenAddrs()
+	return c
 }
 
 // TestStalledWritesAreVisible: while the broker fails every write of
@@ -284,29 +279,16 @@ func faultBroker(t *testing.T, topics wire.Topics) (*kfake.Cluster, []string) {
 // out and the annotator is ready again.
 func TestStalledWritesAreVisible(t *testing.T) {
 	h := newHarness(t)
-	c, brokers := faultBroker(t, h.topics)
-	h.brokers = brokers
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(20)
-	h.publishModel(ds, nil)
-	rec := &logRecorder{}
-	prov, _ := telemetrytest.NewProviders()
+	c := h.faultBroker()
+	ctx, cancel, ds, _ := h.withModel(20)
+	rec, prov, obs := observed()
 	a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) {
+		obs(c)
 		c.StallAfter = 500 * time.Millisecond
-		c.Obs.Logger = slog.New(rec)
-		c.Obs.Meter = prov.Meter
 	})
 	streamtest.WaitFor(t, 10*time.Second, "annotator ready", a.Ready)
 	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: h.topics.Annotations, Err: kerr.NotEnoughReplicas, Count: -1})
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: h.topics, LabelFraction: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	if _, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{LabelFraction: 0}, ds, ds.Bags)
 	streamtest.WaitFor(t, 20*time.Second, "stall reported", func() bool { return !a.Ready() })
 	code, body := readyz(a)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "stalled") || !strings.Contains(body, "partitions [") || !strings.Contains(body, "Not Enough Replicas") {
@@ -332,10 +314,7 @@ func TestStalledWritesAreVisible(t *testing.T) {
 	if !strings.Contains(grepLines(metrics(prov.MetricsHandler), "mimlstream_annotator_stalled{"), "} 0") {
 		t.Error("stalled gauge not back to 0")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }
 
 // TestRefusedOutputDeadLettersItsInput: when the broker refuses the
@@ -353,23 +332,12 @@ func TestRefusedOutputDeadLettersItsInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(string(tc.want), func(t *testing.T) {
 			h := newHarness(t)
-			c, brokers := faultBroker(t, h.topics)
-			h.brokers = brokers
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			ds := streamtest.SmallDataset(12)
-			h.publishModel(ds, nil)
+			c := h.faultBroker()
+			ctx, cancel, ds, _ := h.withModel(12)
 			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: h.topics.Annotations, Err: tc.err, Count: -1})
 			a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.StallAfter = time.Hour })
 			streamtest.WaitFor(t, 10*time.Second, "annotator ready", a.Ready)
-			pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: h.topics, LabelFraction: 0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pub.Close()
-			if _, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil {
-				t.Fatal(err)
-			}
+			h.publish(ctx, ingest.PublisherConfig{LabelFraction: 0}, ds, ds.Bags)
 			anns, dead := h.collect(ctx, len(ds.Bags), 30*time.Second)
 			if len(anns) != 0 || len(dead) != len(ds.Bags) {
 				t.Fatalf("%d annotations and %d dead letters, want 0 and %d", len(anns), len(dead), len(ds.Bags))
@@ -381,10 +349,7 @@ func TestRefusedOutputDeadLettersItsInput(t *testing.T) {
 					t.Errorf("dead letter %+v", d)
 				}
 			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stopAnnotator(t, cancel, done)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package annotate
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,12 +22,8 @@ import (
 // succeed. Before, it answered ok throughout.
 func TestNotReadyWhileFetchesFail(t *testing.T) {
 	h := newHarness(t)
-	c, brokers := faultBroker(t, h.topics)
-	h.brokers = brokers
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(20)
-	h.publishModel(ds, nil)
+	c := h.faultBroker()
+	ctx, cancel, ds, _ := h.withModel(20)
 	const stallAfter = time.Second
 	a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) {
 		c.ProbeInterval = 100 * time.Millisecond
@@ -52,14 +47,7 @@ func TestNotReadyWhileFetchesFail(t *testing.T) {
 		t.Errorf("not ready after %v, before StallAfter %v", d, stallAfter)
 	}
 	fault.Remove()
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	if rej, err := pub.PublishDataset(ctx, ds, ds.Bags[:5]); err != nil || len(rej) != 0 {
-		t.Fatalf("publish: %v %v", rej, err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{}, ds, ds.Bags[:5])
 	anns, _ := h.collect(ctx, 5, 15*time.Second)
 	streamtest.WaitFor(t, 15*time.Second, "ready again once fetches succeed", a.Ready)
 	code, body = readyz(a)

@@ -16,7 +16,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // TestAnnotatorMixedFormats: on one topic, bags in JSON and in the binary
@@ -29,10 +28,7 @@ import (
 // a check the binary path skips.
 func TestAnnotatorMixedFormats(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(40)
-	version := h.publishModel(ds, nil)
+	ctx, cancel, ds, version := h.withModel(40)
 	_, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.Format = wire.FormatProtobuf })
 
 	var pubs []*ingest.Publisher
@@ -122,8 +118,5 @@ func TestAnnotatorMixedFormats(t *testing.T) {
 	if hdr[wire.HeaderContentType] != wire.ContentTypeJSON || hdr[wire.HeaderOriginalContentType] != wire.ContentTypeProtobuf {
 		t.Errorf("dead letter headers %v", hdr)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // TestAnnotatorChecksHeaders: a bag whose content type the pipeline does
@@ -22,10 +21,7 @@ import (
 // annotated.
 func TestAnnotatorChecksHeaders(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(4)
-	h.publishModel(ds, nil)
+	ctx, cancel, ds, _ := h.withModel(4)
 	_, done := h.startAnnotator(ctx, "a1", nil)
 
 	bag := func(id string) []byte {
@@ -88,8 +84,5 @@ func TestAnnotatorChecksHeaders(t *testing.T) {
 	if err := json.Unmarshal(read(h.topics.Annotations, 1)[0].Value, &ann); err != nil || ann.BagID != "plain" {
 		t.Errorf("annotation %+v %v, want the bag without headers annotated", ann, err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

@@ -3,7 +3,6 @@ package annotate
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
-	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
 // TestOutputsKeyedByBagID: annotations and dead letters are keyed by the
@@ -23,10 +21,7 @@ import (
 // keyed by where it lies (topic, partition, offset).
 func TestOutputsKeyedByBagID(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(4)
-	h.publishModel(ds, nil)
+	ctx, cancel, ds, _ := h.withModel(4)
 	enc := func(i int, dim int) []byte {
 		m := wire.NewBagMessage(&ds.Bags[i], "toy", ds.Dim, ds.Classes, false)
 		m.Dim = dim
@@ -49,29 +44,17 @@ func TestOutputsKeyedByBagID(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, done := h.startAnnotator(ctx, "a1", nil)
-	var mu sync.Mutex
 	keys := map[string][]string{} // topic -> keys
 	n := 0
 	tctx, tcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer tcancel()
-	var wg sync.WaitGroup
-	for _, topic := range []string{h.topics.Annotations, h.topics.DeadLetter} {
-		wg.Go(func() {
-			err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, topic, func(m kafka.Message) error {
-				mu.Lock()
-				defer mu.Unlock()
-				keys[topic] = append(keys[topic], string(m.Key))
-				if n++; n == len(msgs) {
-					tcancel()
-				}
-				return nil
-			})
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	_, wait := h.follow(tctx, func(topic string, m kafka.Message) {
+		keys[topic] = append(keys[topic], string(m.Key))
+		if n++; n == len(msgs) {
+			tcancel()
+		}
+	}, h.topics.Annotations, h.topics.DeadLetter)
+	wait()
 	t.Logf("annotation keys %q; dead-letter keys %q", keys[h.topics.Annotations], keys[h.topics.DeadLetter])
 	want := map[string]bool{ds.Bags[0].ID: true, ds.Bags[1].ID: true, ds.Bags[2].ID: true}
 	if got := keys[h.topics.Annotations]; len(got) != 3 || !want[got[0]] || !want[got[1]] || !want[got[2]] || got[0] == got[1] || got[1] == got[2] || got[0] == got[2] {
@@ -81,8 +64,5 @@ func TestOutputsKeyedByBagID(t *testing.T) {
 	if len(dl) != 2 || !(dl[0] == ds.Bags[3].ID || dl[1] == ds.Bags[3].ID) || dl[0] == "" || dl[1] == "" {
 		t.Errorf("dead-letter keys %q, want %s and a key for the malformed message", dl, ds.Bags[3].ID)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

@@ -29,19 +29,15 @@ import (
 // with several writes in flight, the retried one would land last.
 func TestOneKeysOutputsKeepTheirOrder(t *testing.T) {
 	h := newHarness(t)
-	c, brokers := faultBroker(t, h.topics)
-	h.brokers = brokers
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(6)
-	h.publishModel(ds, nil)
+	c := h.faultBroker()
+	ctx, cancel, ds, _ := h.withModel(6)
 	a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) {
 		c.BatchSize, c.MaxInFlight, c.Cache = 1, 8, nil
 	})
 	streamtest.WaitFor(t, 10*time.Second, "annotator ready", a.Ready)
 	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: h.topics.Annotations, Err: kerr.TopicAuthorizationFailed})
 	defer fault.Remove()
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: brokers, Topics: h.topics, LabelFraction: 0})
+	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +54,7 @@ func TestOneKeysOutputsKeepTheirOrder(t *testing.T) {
 	var got []time.Time
 	tctx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
-	err = kafkaio.Tail(tctx, brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
+	err = kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
 		var ann wire.AnnotationMessage
 		if err := json.Unmarshal(m.Value, &ann); err != nil {
 			return err
@@ -85,8 +81,5 @@ func TestOneKeysOutputsKeepTheirOrder(t *testing.T) {
 			t.Fatalf("annotations out of input order: ingested at %v", got)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

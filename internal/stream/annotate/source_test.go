@@ -37,8 +37,7 @@ func TestNotReadyWithoutItsInput(t *testing.T) {
 	})
 	t.Run("metadata failing", func(t *testing.T) {
 		h := newHarness(t)
-		c, brokers := faultBroker(t, h.topics)
-		h.brokers = brokers
+		c := h.faultBroker()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		h.publishModel(streamtest.SmallDataset(20), nil)

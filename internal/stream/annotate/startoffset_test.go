@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/mimlstream/mimlstream/internal/kafkasec"
 	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -22,10 +20,7 @@ import (
 // before (earliest, the default, would re-annotate the whole retention).
 func TestStartOffsetLatest(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ds := streamtest.SmallDataset(4)
-	h.publishModel(ds, nil)
+	ctx, cancel, ds, _ := h.withModel(4)
 	w := &kafka.Writer{Addr: kafka.TCP(h.brokers...), Topic: h.topics.Annotate, RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{},
 		BatchTimeout: time.Millisecond}
 	defer w.Close()
@@ -46,21 +41,15 @@ func TestStartOffsetLatest(t *testing.T) {
 	a, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.StartOffset = kafkaio.StartLatest })
 	streamtest.WaitFor(t, 30*time.Second, "annotator ready", a.Ready)
 
-	var mu sync.Mutex
 	seen := map[string]bool{}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	go func() {
-		_ = kafkaio.Tail(rctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
-			var ann wire.AnnotationMessage
-			if json.Unmarshal(m.Value, &ann) == nil {
-				mu.Lock()
-				seen[ann.BagID] = true
-				mu.Unlock()
-			}
-			return nil
-		})
-	}()
+	mu, _ := h.follow(rctx, func(_ string, m kafka.Message) {
+		var ann wire.AnnotationMessage
+		if json.Unmarshal(m.Value, &ann) == nil {
+			seen[ann.BagID] = true
+		}
+	}, h.topics.Annotations)
 	// The group's partitions start where they are when it is assigned
 	// them: new bags go on until every partition has shown one annotated.
 	count := func(prefix string) int {
@@ -88,8 +77,5 @@ func TestStartOffsetLatest(t *testing.T) {
 		t.Fatalf("%d of the 30 bags written before the group joined were annotated", n)
 	}
 	t.Logf("%d new bags annotated, none of the 30 old ones", count("new-"))
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }

@@ -26,22 +26,11 @@ import (
 // the annotation message carries the produce span's context onward.
 func TestTraceChainIngestToAnnotation(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel, ds, _ := h.withModel(12)
 	prov, rec := telemetrytest.NewProviders()
 	obs := service.Observability{Tracer: prov.Tracer, Meter: prov.Meter, Propagator: prov.Propagator, Logger: streamtest.Logger(t)}
-
-	ds := streamtest.SmallDataset(12)
-	h.publishModel(ds, nil)
 	_, done := h.startAnnotator(ctx, "a1", func(c *AnnotatorConfig) { c.Obs = obs })
-	pub, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics, LabelFraction: 0.5, Obs: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	if _, err := pub.PublishDataset(ctx, ds, ds.Bags); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{LabelFraction: 0.5, Obs: obs}, ds, ds.Bags)
 	h.collect(ctx, len(ds.Bags), 20*time.Second)
 	// The annotator's /metrics serves its instruments through the
 	// Prometheus exporter. A batch's metrics are recorded once its outputs
@@ -75,7 +64,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	// Every output carries the schema version and a trace context.
 	var headers []kafka.Header
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
+	err := kafkaio.Tail(tctx, h.brokers, kafkasec.Conn{}, h.topics.Annotations, func(m kafka.Message) error {
 		headers = m.Headers
 		return kafkaio.ErrStop
 	})
@@ -90,10 +79,7 @@ func TestTraceChainIngestToAnnotation(t *testing.T) {
 	if hv[wire.HeaderSchemaVersion] != "1" || !strings.HasPrefix(hv["traceparent"], "00-") {
 		t.Errorf("output headers %v lack the schema version or the trace context", hv)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 
 	spans := rec.Ended()
 	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}

@@ -84,14 +84,7 @@ func TestUnverifiableCurrentFallsBack(t *testing.T) {
 	if n := rec.count(slog.LevelError, "current model version refused; serving the newest formerly current version that verifies"); n != 1 {
 		t.Errorf("fallback logged %d times at ERROR, want once", n)
 	}
-	p, err := ingest.NewPublisher(ingest.PublisherConfig{Brokers: h.brokers, Topics: h.topics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if _, err := p.PublishDataset(ctx, ds, ds.Bags[:5]); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(ctx, ingest.PublisherConfig{}, ds, ds.Bags[:5])
 	anns, dead := h.collect(ctx, 5, 20*time.Second)
 	if len(anns) != 5 || len(dead) != 0 {
 		t.Fatalf("%d annotated, %d dead letters of 5 bags", len(anns), len(dead))
@@ -113,8 +106,5 @@ func TestUnverifiableCurrentFallsBack(t *testing.T) {
 	if code, body := readyz(a); code != http.StatusOK || body != "ok "+next.Version+"\n" {
 		t.Errorf("/readyz after a good promotion: %d %q", code, body)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopAnnotator(t, cancel, done)
 }
