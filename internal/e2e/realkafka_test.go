@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -722,4 +724,67 @@ func leaderOfMost(t *testing.T, brokers []string, topic string) int {
 	}
 	t.Fatalf("no broker answered for %s: %v", topic, last)
 	return -1
+}
+
+// TestRealKafkaTrainingTopicRecreated deletes and recreates the training
+// topic under a running retrainer on Apache Kafka, as an operator resetting
+// a development cluster does, and publishes to the new topic at once: each
+// new partition soon holds more records than the retrainer had read of
+// the old one, so its old offset is no longer beyond the end. The
+// retrainer must notice every partition's log was replaced (by a record it
+// read that is no longer at its offset), read each new partition from its
+// start, and refit on the new topic's bags. It failed one run in three
+// when a partition was judged by its end alone: that partition was read on
+// from the old offset, its first bags skipped, and too few bags came for a
+// refit.
+func TestRealKafkaTrainingTopicRecreated(t *testing.T) {
+	v := kafkatest.Selected()[0]
+	r := startReal(t, kafkatest.Options{Version: v}, "a1")
+	e, ds, ctx := r.env, r.ds, t.Context()
+	rt := e.spawn("retrainer", "r1", e.retrainerArgs(100, ""))
+	pub := e.publisher(0.5)
+	if rej, err := pub.PublishDataset(ctx, ds, ds.Bags[:300]); err != nil || len(rej) > 0 {
+		t.Fatalf("publish: %v %v", rej, err)
+	}
+	streamtest.WaitEvery(t, 90*time.Second, 100*time.Millisecond, "a first refit", func() bool { return refits(rt) > 0 })
+
+	cl := &kafka.Client{Addr: kafka.TCP(e.brokers...), Timeout: 10 * time.Second}
+	if _, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{e.topics.Train}}); err != nil {
+		t.Fatal(err)
+	}
+	streamtest.WaitEvery(t, 60*time.Second, 100*time.Millisecond, "the training topic gone", func() bool {
+		conn, err := kafka.DialContext(ctx, "tcp", e.brokers[0])
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		_, err = conn.ReadPartitions(e.topics.Train)
+		return errors.Is(err, kafka.UnknownTopicOrPartition)
+	})
+	var spec kafkaio.TopicSpec
+	for _, s := range service.DefaultKafka().TopicSpecs() {
+		if s.Name == e.topics.Train {
+			spec = s
+		}
+	}
+	const partitions = 4
+	if err := kafkaio.EnsureTopicSpecs(ctx, e.brokers, kafkasec.Conn{}, partitions, spec); err != nil {
+		t.Fatal(err)
+	}
+	recreated := time.Now()
+	before := refits(rt)
+	again := passes(&mil.Dataset{Name: ds.Name, Dim: ds.Dim, Classes: ds.Classes, Bags: ds.Bags[300:]}, 1)
+	if rej, err := pub.PublishDataset(ctx, again, again.Bags); err != nil || len(rej) > 0 {
+		t.Fatalf("publish to the recreated topic: %v %v", rej, err)
+	}
+	streamtest.WaitEvery(t, 120*time.Second, 100*time.Millisecond, "a refit on the recreated topic's bags", func() bool { return refits(rt) > before })
+	reread := map[string]bool{}
+	for _, m := range regexp.MustCompile(`msg="training partition (?:replaced|gone)[^"]*".* partition=(\d+)`).FindAllStringSubmatch(rt.logText(), -1) {
+		reread[m[1]] = true
+	}
+	t.Logf("Apache Kafka %s: training topic deleted and recreated under the retrainer; %d bags published to it; %d of %d partitions found replaced and reread; a refit on them %.1f s after the recreation (%d refits in all)",
+		v, len(again.Bags), len(reread), partitions, time.Since(recreated).Seconds(), refits(rt))
+	if len(reread) != partitions {
+		t.Errorf("%d of %d partitions found replaced and reread", len(reread), partitions)
+	}
 }
