@@ -1,14 +1,11 @@
 package demo
 
 import (
-	"bytes"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/mimlstream/mimlstream/internal/dataset"
-	"github.com/mimlstream/mimlstream/internal/models/catalog"
 	"github.com/mimlstream/mimlstream/internal/stream/sample"
 )
 
@@ -39,34 +36,8 @@ func TestSummary(t *testing.T) {
 		}
 	}
 
-	var stdout, stderr bytes.Buffer
-	args := []string{"--data", mscv2, "--model", "dummy", "--rate", "2000", "--rounds", "1", "--every", "100", "--min-bags", "80", "--timeout", "2m"}
-	if err := Run(t.Context(), catalog.New(), &stdout, &stderr, args); err != nil {
-		t.Fatalf("demo %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, &stdout, &stderr)
-	}
-	out := stdout.String()
-	t.Logf("demo output:\n%s", out)
-	_, summary, ok := strings.Cut(out, "\nsummary after ")
-	if !ok {
-		t.Fatalf("no summary in the output:\n%s", out)
-	}
-
-	ints := func(re string) []int {
-		t.Helper()
-		m := regexp.MustCompile(re).FindStringSubmatch(summary)
-		if m == nil {
-			t.Fatalf("summary lacks %s:\n%s", re, summary)
-		}
-		var n []int
-		for _, s := range m[1:] {
-			v, err := strconv.Atoi(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n = append(n, v)
-		}
-		return n
-	}
+	summary := runSummary(t, []string{"--data", mscv2, "--model", "dummy", "--rate", "2000", "--rounds", "1", "--every", "100", "--min-bags", "80", "--timeout", "2m"})
+	ints := func(re string) []int { t.Helper(); return summaryInts(t, summary, re) }
 	if got := ints(`ingested +(\d+) bags \((\d+) labeled`); got[0] != len(ds.Bags) || got[1] != labeled {
 		t.Errorf("ingested %d bags, %d labeled; want %d, %d", got[0], got[1], len(ds.Bags), labeled)
 	}
@@ -94,20 +65,7 @@ func TestSummary(t *testing.T) {
 	for _, r := range refits {
 		made[r[1]] = true
 	}
-	perVersion := regexp.MustCompile(`bags per model version: (.*)`).FindStringSubmatch(summary)
-	if perVersion == nil {
-		t.Fatalf("no bags per model version:\n%s", summary)
-	}
-	byVersion := 0
-	for _, f := range strings.Fields(perVersion[1]) {
-		v, n, _ := strings.Cut(f, ":")
-		c, err := strconv.Atoi(n)
-		if err != nil || !made[v] {
-			t.Errorf("bags per model version %q: %q is not a count of a version the retrainer made (%v)", perVersion[1], f, made)
-		}
-		byVersion += c
-	}
-	if byVersion != len(ds.Bags) {
+	if byVersion := perVersion(t, summary, "bags", made); byVersion != len(ds.Bags) {
 		t.Errorf("bags per model version sum to %d, want %d", byVersion, len(ds.Bags))
 	}
 

@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bytes"
 	"fmt"
 	"image/png"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/media/imagefeat"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/photobag"
-	"github.com/mimlstream/mimlstream/internal/models/catalog"
 	"github.com/mimlstream/mimlstream/internal/stream/sample"
 )
 
@@ -71,34 +69,9 @@ func TestMediaSummary(t *testing.T) {
 	photos := rounds * len(lines)
 
 	pictures := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	args := []string{"--media", "--media-data", msrcSample, "--rounds", strconv.Itoa(rounds), "--min-bags", "8", "--every", "8",
-		"--model", "orlr", "--pictures", pictures, "--timeout", "2m"}
-	if err := Run(t.Context(), catalog.New(), &stdout, &stderr, args); err != nil {
-		t.Fatalf("demo %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, &stdout, &stderr)
-	}
-	out := stdout.String()
-	t.Logf("demo output:\n%s", out)
-	_, summary, ok := strings.Cut(out, "\nsummary after ")
-	if !ok {
-		t.Fatalf("no summary in the output:\n%s", out)
-	}
-	ints := func(re string) []int {
-		t.Helper()
-		m := regexp.MustCompile(re).FindStringSubmatch(summary)
-		if m == nil {
-			t.Fatalf("summary lacks %s:\n%s", re, summary)
-		}
-		var n []int
-		for _, s := range m[1:] {
-			v, err := strconv.Atoi(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n = append(n, v)
-		}
-		return n
-	}
+	summary := runSummary(t, []string{"--media", "--media-data", msrcSample, "--rounds", strconv.Itoa(rounds), "--min-bags", "8", "--every", "8",
+		"--model", "orlr", "--pictures", pictures, "--timeout", "2m"})
+	ints := func(re string) []int { t.Helper(); return summaryInts(t, summary, re) }
 	if got := ints(`ingested +(\d+) photos \((\d+) labeled`); got[0] != photos || got[1] != labeled {
 		t.Errorf("ingested %d photos, %d labeled; want %d, %d", got[0], got[1], photos, labeled)
 	}
@@ -121,16 +94,7 @@ func TestMediaSummary(t *testing.T) {
 	for _, r := range regexp.MustCompile(`(?m)^  refit (v\d+) `).FindAllStringSubmatch(summary, -1) {
 		made[r[1]] = true
 	}
-	byVersion := 0
-	for _, fld := range strings.Fields(regexp.MustCompile(`photos per model version: (.*)`).FindStringSubmatch(summary)[1]) {
-		v, n, _ := strings.Cut(fld, ":")
-		c, err := strconv.Atoi(n)
-		if err != nil || !made[v] {
-			t.Errorf("photos per model version: %q is not a count of a version the retrainer made (%v)", fld, made)
-		}
-		byVersion += c
-	}
-	if byVersion != photos {
+	if byVersion := perVersion(t, summary, "photos", made); byVersion != photos {
 		t.Errorf("photos per model version sum to %d, want %d", byVersion, photos)
 	}
 
