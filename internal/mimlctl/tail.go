@@ -13,6 +13,8 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/cli"
 	"github.com/mimlstream/mimlstream/internal/kafkaview"
+	"github.com/mimlstream/mimlstream/internal/media/mediaroot"
+	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/service"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -29,7 +31,17 @@ Prints the messages of TOPIC (annotations, dead-letters, bags, ...), one a
 line: every stored message up to the current end of each partition, or with
 --follow only the messages written from now on, until interrupted. Readable
 text by default; --json prints each message's value as it is (JSON lines,
-for jq). It joins no consumer group and commits nothing.`, env.Stderr)
+for jq). It joins no consumer group and commits nothing.
+
+An annotation of a document lists its passages: each one's predicted label
+and span in code points, and with --media-root its first words. The words
+are not on any topic (a bag carries its passages' hashed terms and spans,
+an annotation the spans and the document's SHA-256 and URI), so they are
+read from the document under --media-root: the file its URI names, or, for
+a document sent inline, the manifest line (*.jsonl at the top of the
+folder) whose text has its SHA-256, as the status page's gallery does. A
+document not found there, or whose bytes are not the ones annotated, is
+said so on the line.`, env.Stderr)
 	k := service.DefaultKafka()
 	k.Create = false // an observer creates nothing
 	k.CheckTimeout = 5 * time.Second
@@ -37,6 +49,7 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 	follow := fs.Bool("follow", false, "print only new messages, until interrupted")
 	asJSON := fs.Bool("json", false, "print each message's value as is (one JSON document a line)")
 	limit := fs.Int("max", 0, "stop after this many messages (0: no limit)")
+	mediaRoot := fs.String("media-root", "", "`folder` the annotated documents are read from, to show each passage's first words (their media URIs are relative to it; inline documents are found in its *.jsonl manifests; empty: spans only)")
 	pos, err := parseArgs(fs, args, nil)
 	if err != nil {
 		return err
@@ -52,6 +65,10 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 		return err
 	}
 	v := kafkaview.New(k.Brokers, conn)
+	var fm Formatter
+	if *mediaRoot != "" {
+		fm.Root = mediaroot.New(*mediaRoot)
+	}
 	n := 0
 	defer func() {
 		if n == 0 && !*follow && ctx.Err() == nil {
@@ -64,7 +81,7 @@ for jq). It joins no consumer group and commits nothing.`, env.Stderr)
 		if *asJSON {
 			err = writeRaw(env.Stdout, m.Value)
 		} else {
-			_, err = io.WriteString(env.Stdout, FormatMessage(m)+"\n")
+			_, err = io.WriteString(env.Stdout, fm.Format(m)+"\n")
 		}
 		if err != nil {
 			return err
@@ -107,8 +124,23 @@ type message struct {
 }
 
 // FormatMessage renders one message for a person: where it is
-// (partition@offset), then what it says.
-func FormatMessage(m kafka.Message) string {
+// (partition@offset), then what it says; a document's passages by their
+// spans only (Formatter.Root unset).
+func FormatMessage(m kafka.Message) string { return Formatter{}.Format(m) }
+
+// Formatter renders messages for a person.
+type Formatter struct {
+	// Root, when set, is where annotated documents are read from, to show
+	// each passage's first words.
+	Root *mediaroot.Root
+}
+
+// wordsShown is how many of a passage's first words a line shows.
+const wordsShown = 6
+
+// Format renders one message: where it is (partition@offset), then what
+// it says.
+func (f Formatter) Format(m kafka.Message) string {
 	where := fmt.Sprintf("p%d@%d", m.Partition, m.Offset)
 	if ct := contentType(m.Headers); wire.FormatOf(ct) == wire.FormatProtobuf {
 		// The binary encoding (--wire-format protobuf): a bag if it
@@ -118,7 +150,7 @@ func FormatMessage(m kafka.Message) string {
 			return formatBag(where, *b)
 		}
 		if a, err := wire.DecodeAnnotation(ct, m.Value); err == nil && a.BagID != "" {
-			return formatAnnotation(where, a)
+			return f.formatAnnotation(where, a)
 		}
 		return fmt.Sprintf("%s (%d bytes, %s)", where, len(m.Value), ct)
 	}
@@ -135,7 +167,7 @@ func FormatMessage(m kafka.Message) string {
 	case probe.BagID != nil:
 		var a wire.AnnotationMessage
 		if err := json.Unmarshal(m.Value, &a); err == nil {
-			return formatAnnotation(where, a)
+			return f.formatAnnotation(where, a)
 		}
 	case probe.Instances != nil || probe.SparseInstances != nil:
 		var b wire.BagMessage
@@ -146,11 +178,13 @@ func FormatMessage(m kafka.Message) string {
 	return fmt.Sprintf("%s %s", where, quote(m.Value, 120))
 }
 
-func formatAnnotation(where string, a wire.AnnotationMessage) string {
+func (f Formatter) formatAnnotation(where string, a wire.AnnotationMessage) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s@%s %s: bag {%s}", where, a.AnnotatedAt.UTC().Format(time.RFC3339), a.BagID, a.Model, a.ModelVersion,
 		a.Mode, strings.Join(names(a.BagLabels, a.Classes), ", "))
-	if len(a.InstanceLabels) > 0 {
+	if isDocument(a) {
+		b.WriteString(f.passages(a))
+	} else if len(a.InstanceLabels) > 0 {
 		fmt.Fprintf(&b, " instances [%s]", strings.Join(names(a.InstanceLabels, a.Classes), " "))
 	}
 	fmt.Fprintf(&b, " %.2fms", a.LatencyMS)
@@ -158,6 +192,49 @@ func formatAnnotation(where string, a wire.AnnotationMessage) string {
 		fmt.Fprintf(&b, " by %s", a.Annotator)
 	}
 	return b.String()
+}
+
+// isDocument reports whether a is a document's: media, and a code-point
+// span for every instance label.
+func isDocument(a wire.AnnotationMessage) bool {
+	if a.Media == nil || len(a.Regions) == 0 || len(a.Regions) != len(a.InstanceLabels) {
+		return false
+	}
+	for _, r := range a.Regions {
+		if r.Span == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// passages renders a document's passages: label, span and, with a media
+// root, first words; or why the words could not be read.
+func (f Formatter) passages(a wire.AnnotationMessage) string {
+	labels := names(a.InstanceLabels, a.Classes)
+	var spans []text.Span
+	var doc, missing string
+	if f.Root != nil {
+		raw, err := f.Root.Document(a.Media)
+		if err == nil {
+			spans, doc, err = Passages(&a, []byte(raw))
+		}
+		if err != nil {
+			missing = err.Error()
+		}
+	}
+	parts := make([]string, len(a.Regions))
+	for i, r := range a.Regions {
+		parts[i] = fmt.Sprintf("%s [%d,%d)", labels[i], r.Span.Start, r.Span.End)
+		if spans != nil {
+			parts[i] += fmt.Sprintf(" %q", firstWords(spans[i].Of(doc), wordsShown))
+		}
+	}
+	s := fmt.Sprintf(" passages [%s]", strings.Join(parts, " | "))
+	if missing != "" {
+		s += " (no words: " + missing + ")"
+	}
+	return s
 }
 
 // names maps class indices to names; an index outside the list (-1 marks

@@ -1,17 +1,12 @@
 package status
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -20,9 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/mimlstream/mimlstream/internal/media"
+	"github.com/mimlstream/mimlstream/internal/media/mediaroot"
 	"github.com/mimlstream/mimlstream/internal/media/photo"
 	"github.com/mimlstream/mimlstream/internal/media/picture"
-	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 )
 
@@ -81,7 +76,7 @@ const topScores = 3
 // gallery keeps the latest annotations of media bags (newest last) and
 // the media root their photos and documents are read from.
 type gallery struct {
-	root string
+	root *mediaroot.Root // nil: no media root
 	size int
 
 	mu    sync.Mutex
@@ -90,24 +85,17 @@ type gallery struct {
 	// documents' text, by bag id and version (pictureKey).
 	pngs  map[string][]byte
 	texts map[string]string
-	// byHash indexes the documents of the manifests under root by the
-	// SHA-256 of their text (documents sent inline carry no file name);
-	// indexedAt is when it was last built.
-	byHash    map[string]docRef
-	indexedAt time.Time
 }
-
-type docRef struct{ manifest, id string }
-
-// reindexEvery bounds how often a miss rebuilds the index of inline
-// documents.
-const reindexEvery = 30 * time.Second
 
 func newGallery(root string, size int) *gallery {
 	if size <= 0 {
 		size = DefaultGallery
 	}
-	return &gallery{root: root, size: size, pngs: map[string][]byte{}, texts: map[string]string{}}
+	g := &gallery{size: size, pngs: map[string][]byte{}, texts: map[string]string{}}
+	if root != "" {
+		g.root = mediaroot.New(root)
+	}
+	return g
 }
 
 // add keeps the annotation if it is of a media bag, replacing an earlier
@@ -180,7 +168,7 @@ func (g *gallery) describe(a *wire.AnnotationMessage) GalleryItem {
 		}
 		it.Regions = append(it.Regions, gr)
 	}
-	if g.root == "" {
+	if g.root == nil {
 		it.Error = "no media root: start mimlctl status with --media-root to see the media"
 		if isPhoto(a) {
 			it.Kind = "photo"
@@ -249,7 +237,7 @@ func (g *gallery) picture(id string) ([]byte, error) {
 		return b, nil
 	}
 	g.mu.Unlock()
-	raw, err := g.read(a.Media, photo.DefaultMaxBytes)
+	raw, err := g.root.Read(a.Media, photo.DefaultMaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -278,134 +266,14 @@ func (g *gallery) text(a *wire.AnnotationMessage) (string, error) {
 		return s, nil
 	}
 	g.mu.Unlock()
-	var doc string
-	if a.Media.URI != "" {
-		raw, err := g.read(a.Media, text.MaxDocumentBytes)
-		if err != nil {
-			return "", err
-		}
-		doc = string(raw)
-	} else {
-		s, err := g.inline(a.Media.SHA256)
-		if err != nil {
-			return "", err
-		}
-		doc = s
+	doc, err := g.root.Document(a.Media)
+	if err != nil {
+		return "", err
 	}
 	g.mu.Lock()
 	g.texts[key] = doc
 	g.mu.Unlock()
 	return doc, nil
-}
-
-// read reads the file md names under the root (at most limit bytes) and
-// checks it is the one annotated.
-func (g *gallery) read(md *media.Media, limit int) ([]byte, error) {
-	rel := filepath.FromSlash(md.URI)
-	if md.URI == "" || !filepath.IsLocal(rel) {
-		return nil, fmt.Errorf("media %q is not a file name under the media root", md.URI)
-	}
-	f, err := os.Open(filepath.Join(g.root, rel))
-	if err != nil {
-		return nil, fmt.Errorf("media %q not under the media root %s: %w", md.URI, g.root, err)
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > limit {
-		return nil, fmt.Errorf("media %q: more than %d bytes", md.URI, limit)
-	}
-	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != md.SHA256 {
-		return nil, fmt.Errorf("media %q under %s is not the one annotated (SHA-256 differs)", md.URI, g.root)
-	}
-	return raw, nil
-}
-
-// inline finds the document of hash sum in the manifests (*.jsonl) at the
-// top of the root, rebuilding its index at most every reindexEvery.
-func (g *gallery) inline(sum string) (string, error) {
-	g.mu.Lock()
-	ref, ok := g.byHash[sum]
-	if !ok && (g.byHash == nil || time.Since(g.indexedAt) > reindexEvery) {
-		g.byHash = g.index()
-		g.indexedAt = time.Now()
-		ref, ok = g.byHash[sum]
-	}
-	g.mu.Unlock()
-	if !ok {
-		return "", fmt.Errorf("a document sent inline whose text (SHA-256 %s) is in no manifest under the media root %s", sum[:12], g.root)
-	}
-	s, err := manifestText(ref.manifest, ref.id)
-	if err != nil {
-		return "", err
-	}
-	if h := sha256.Sum256([]byte(s)); hex.EncodeToString(h[:]) != sum {
-		return "", fmt.Errorf("document %s of %s changed since it was indexed", ref.id, ref.manifest)
-	}
-	return s, nil
-}
-
-// manifestLine is what the index reads of a document manifest's line.
-type manifestLine struct {
-	ID   string  `json:"id"`
-	Text *string `json:"text"`
-}
-
-func (g *gallery) index() map[string]docRef {
-	out := map[string]docRef{}
-	paths, _ := filepath.Glob(filepath.Join(g.root, "*.jsonl"))
-	for _, p := range paths {
-		_ = eachLine(p, func(l manifestLine) bool {
-			if l.Text != nil {
-				h := sha256.Sum256([]byte(*l.Text))
-				out[hex.EncodeToString(h[:])] = docRef{manifest: p, id: l.ID}
-			}
-			return true
-		})
-	}
-	return out
-}
-
-func manifestText(path, id string) (string, error) {
-	var found *string
-	err := eachLine(path, func(l manifestLine) bool {
-		if l.ID == id && l.Text != nil {
-			found = l.Text
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return "", err
-	}
-	if found == nil {
-		return "", fmt.Errorf("document %s is no longer in %s", id, path)
-	}
-	return *found, nil
-}
-
-// eachLine calls fn with each JSON line of path that decodes, until fn
-// returns false.
-func eachLine(path string, fn func(manifestLine) bool) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, text.MaxDocumentBytes+1<<16)
-	for sc.Scan() {
-		var l manifestLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		if !fn(l) {
-			return nil
-		}
-	}
-	return sc.Err()
 }
 
 // pieces cuts doc at every passage boundary (spans in code points) and
