@@ -61,7 +61,27 @@ type Config struct {
 	// searches on sparse data with the linear kernel unless l2 is given
 	// (and records cv), and leaves dense data's setting as it always was.
 	Select string `json:"select,omitempty"`
+	// prior: the class prior of transductive annotation. uniform divides
+	// the model's own prior out of each instance's class probabilities
+	// before the E-step posterior (model keeps it, the paper's eq. 27).
+	// Empty when not given: fit then takes uniform on dense data and model
+	// on sparse data (not measured there yet). Decode reads an empty
+	// value, in states written before the option, as model.
+	Prior string `json:"prior,omitempty"`
 }
+
+// Class priors of transductive annotation (Config.Prior).
+const (
+	// PriorUniform: each instance's class probabilities divided by the
+	// model's prior (the mean of p(c|x) over the training instances),
+	// as if every class were equally likely a priori. Under the union
+	// likelihood a class present in most bags (grass, road) can take
+	// regions of the objects it comes with at no cost, since those bags
+	// carry it anyway; the prior it gains so is what gets divided out.
+	PriorUniform = "uniform"
+	// PriorModel: the model's own probabilities (Pham et al.'s eq. 27).
+	PriorModel = "model"
+)
 
 // M-step optimizers.
 const (
@@ -126,6 +146,8 @@ func params() models.Decls[Config] {
 			"add a class \"unknown\" allowed in every bag, so instances of no known class and empty label sets are valid"),
 		models.Enum("select", func(c *Config) *string { return &c.Select }, []string{SelectCV, SelectNone},
 			"cv: choose l2 among 1e-3, 1e-4, 1e-5, 0 by inner 3-fold CV on the training bags unless l2 is given (default for sparse data with kernel=linear); none: the given or default l2 (default for dense data)").Optional(),
+		models.Enum("prior", func(c *Config) *string { return &c.Prior }, []string{PriorUniform, PriorModel},
+			"transductive annotation: uniform divides the model's class prior out of each instance's probabilities before the E-step posterior (default on dense data); model keeps it (the paper's, default on sparse data)").Optional(),
 	}
 }
 

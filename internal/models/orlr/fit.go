@@ -76,6 +76,12 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 	if len(bags) == 0 {
 		return nil, nil, fmt.Errorf("orlr: %w: no labeled training bags", models.ErrBadInput)
 	}
+	if cfg.Prior == "" {
+		cfg.Prior = PriorUniform
+		if sparse {
+			cfg.Prior = PriorModel
+		}
+	}
 	if searchL2(&cfg, opt.Params, sparse) {
 		if cfg.L2, _, err = selectL2(ctx, train, opt, cfg); err != nil {
 			return nil, nil, err
@@ -218,6 +224,13 @@ func fit(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*Model
 			break
 		}
 		prevObj = obj
+	}
+	if cfg.Prior == PriorUniform {
+		if sparse {
+			m.classPrior = classPrior(nc, len(sxs), func(i int, out []float64) { m.lr.LogitsSparse(sxs[i], out) })
+		} else {
+			m.classPrior = classPrior(nc, len(features), func(i int, out []float64) { m.lr.Logits(features[i], out) })
+		}
 	}
 	return m, tr, nil
 }

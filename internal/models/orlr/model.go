@@ -53,6 +53,9 @@ type Model struct {
 	scaler *ovr.Scaler    // nil: raw features (scale=none, or a model older than the option)
 	lr     *softmax.Model // over the mapped features
 	kern   *rbf           // nil for the linear model; its dictionary holds scaled instances
+	// classPrior is the mean of p(c|x) over the training instances (nil
+	// unless cfg.Prior is uniform): transductive annotation divides it out.
+	classPrior []float64
 }
 
 // unknownClass returns the index of the unknown class, -1 without one.
@@ -76,6 +79,8 @@ type state struct {
 	Scaler  *ovr.Scaler    `json:"scaler,omitempty"`
 	Softmax *softmax.Model `json:"softmax"`
 	Kernel  *rbf           `json:"kernel,omitempty"`
+	// ClassPrior is present with prior=uniform.
+	ClassPrior []float64 `json:"class_prior,omitempty"`
 }
 
 // Meta describes the model.
@@ -86,7 +91,7 @@ func (m *Model) Config() Config { return m.cfg }
 
 // MarshalState encodes the parameters as JSON.
 func (m *Model) MarshalState() ([]byte, error) {
-	return json.Marshal(state{Config: m.cfg, Scaler: m.scaler, Softmax: m.lr, Kernel: m.kern})
+	return json.Marshal(state{Config: m.cfg, Scaler: m.scaler, Softmax: m.lr, Kernel: m.kern, ClassPrior: m.classPrior})
 }
 
 // Decode rebuilds a model from MarshalState output.
@@ -101,8 +106,21 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	if s.Config.Scale == "" {
 		s.Config.Scale = string(ovr.ScaleNone) // written before the option: raw features
 	}
+	if s.Config.Prior == "" {
+		s.Config.Prior = PriorModel // written before the option: the model's prior
+	}
 	if err := s.Config.Validate(); err != nil {
 		return nil, err
+	}
+	if s.Config.Prior == PriorUniform {
+		if len(s.ClassPrior) != len(meta.Classes) {
+			return nil, fmt.Errorf("orlr: prior=uniform with %d class priors for %d classes", len(s.ClassPrior), len(meta.Classes))
+		}
+		for c, v := range s.ClassPrior {
+			if !(v > 0) || v > 1 {
+				return nil, fmt.Errorf("orlr: class prior %d is %v, want (0, 1]", c, v)
+			}
+		}
 	}
 	if err := s.Softmax.Validate(); err != nil {
 		return nil, fmt.Errorf("orlr: %w", err)
@@ -141,7 +159,11 @@ func Decode(meta models.Meta, blob []byte) (*Model, error) {
 	if s.Softmax.Dim != want {
 		return nil, fmt.Errorf("orlr: parameters over %d features, want %d", s.Softmax.Dim, want)
 	}
-	return &Model{meta: meta, cfg: s.Config, scaler: s.Scaler, lr: s.Softmax, kern: s.Kernel}, nil
+	m := &Model{meta: meta, cfg: s.Config, scaler: s.Scaler, lr: s.Softmax, kern: s.Kernel}
+	if s.Config.Prior == PriorUniform {
+		m.classPrior = s.ClassPrior
+	}
+	return m, nil
 }
 
 // FeatureSpace identifies the instance mapping for the annotator's feature
@@ -303,7 +325,10 @@ func inductive(logits [][]float64, unk int) models.Annotation {
 // transductive applies eq. 27: y_i = argmax_c p(y_i=c, Y | X), which is the
 // E-step posterior; classes outside the known bag label (and the unknown
 // class, when the model has one) score 0. With an unknown class an empty
-// bag label is valid: every instance is unknown.
+// bag label is valid: every instance is unknown. With prior=uniform the
+// instance probabilities are p(c|x)/π_c, π the model's class prior, in
+// that posterior (logits minus log π_c): the scores are the posterior
+// under a uniform class prior (TestTransductivePosteriorBruteForce).
 func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation, error) {
 	unk := m.unknownClass()
 	if !b.Labeled() || (len(b.Labels) == 0 && unk < 0) {
@@ -316,6 +341,9 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 		return models.Annotation{}, fmt.Errorf("%w: bag %q has %d labels but %d instances: impossible when the bag label is the union of instance labels", models.ErrBadInput, b.ID, len(b.Labels), len(logits))
 	}
 	nc := len(m.meta.Classes)
+	if m.classPrior != nil {
+		logits = dividePrior(logits, m.classPrior)
+	}
 	allowed, opt := allowedClasses(b.Labels, unk)
 	k := len(allowed)
 	post := make([][]float64, len(logits))
@@ -353,6 +381,37 @@ func (m *Model) transductive(b *mil.Bag, logits [][]float64) (models.Annotation,
 	}
 	a.BagLabels = union(present)
 	return a, nil
+}
+
+// dividePrior returns the logits of p(c|x)/π_c: each minus log π_c.
+func dividePrior(logits [][]float64, prior []float64) [][]float64 {
+	out := make([][]float64, len(logits))
+	for i, z := range logits {
+		out[i] = make([]float64, len(z))
+		for c, v := range z {
+			out[i][c] = v - math.Log(prior[c])
+		}
+	}
+	return out
+}
+
+// classPrior returns the mean of p(c|x) over the instances whose logits
+// logit gives, each class's at least the smallest positive float64 (a
+// prior is divided by).
+func classPrior(nc, n int, logit func(i int, out []float64)) []float64 {
+	prior := make([]float64, nc)
+	z := make([]float64, nc)
+	for i := range n {
+		logit(i, z)
+		softmax.SoftmaxInPlace(z)
+		for c, v := range z {
+			prior[c] += v
+		}
+	}
+	for c := range prior {
+		prior[c] = max(prior[c]/float64(max(n, 1)), math.SmallestNonzeroFloat64)
+	}
+	return prior
 }
 
 func union(present []bool) []int {

@@ -215,7 +215,8 @@ func TestSearchL2(t *testing.T) {
 // TestDenseDefaultsUnchanged holds a default fit on dense data to the
 // configuration, recorded parameters and serialized configuration it had
 // before select existed (the MSCV2 reproduction's setting): no search, l2
-// 2e-3, no select key anywhere.
+// 2e-3, no select key anywhere; the one addition since is prior=uniform,
+// which only transductive annotation reads.
 func TestDenseDefaultsUnchanged(t *testing.T) {
 	old := Config{L2: 2e-3, Iters: 50, Tol: 0, EStep: FAS, Kernel: KernelLinear, KernelS: 0.5,
 		DictFrac: 1, Subset: 1, Prune: 0, MaxLabels: 16, MSteps: 10, MStep: MStepLBFGS,
@@ -242,6 +243,7 @@ func TestDenseDefaultsUnchanged(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := tc.want(old)
+			want.Prior = PriorUniform
 			if m.Config() != want {
 				t.Fatalf("config %+v, want %+v", m.Config(), want)
 			}
@@ -259,7 +261,7 @@ func TestDenseDefaultsUnchanged(t *testing.T) {
 			if err := json.Unmarshal(blob, &s); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := s.Config["select"]; ok || string(s.Config["l2"]) != "0.002" {
+			if _, ok := s.Config["select"]; ok || string(s.Config["l2"]) != "0.002" || string(s.Config["prior"]) != `"uniform"` {
 				t.Fatalf("serialized config %s", blob[:min(len(blob), 300)])
 			}
 		})
