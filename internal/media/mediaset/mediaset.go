@@ -52,7 +52,7 @@ type Options struct {
 	// no ground truth; the set then has no featurizer).
 	GT bool
 	// Passages and Dim set the document featurizer ("" and 0: the
-	// service's: Andrews's windows, text.DefaultDim).
+	// service's, text.DefaultSegmenter and text.DefaultDim).
 	Passages text.Segmenter
 	Dim      int
 	Workers  int // <= 0: GOMAXPROCS
