@@ -2,15 +2,22 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mimlstream/mimlstream/internal/embedded/broker"
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -46,9 +53,12 @@ func smallInvalid(ds *mil.Dataset, key string, kind int) ([]byte, wire.Reason) {
 // invalid bags small and of 226 KB, bags of 1.5 MB (over the services'
 // 1 MiB limit), bags and training bags with a finite feature of 1e308, and
 // poison training bags, and a chaos
-// loop SIGKILLs a random service every 2 to 4 s and restarts it. Then: no
-// valid bag id is missing from the annotations, every bad bag is
-// dead-lettered with its reason, and the registry is consistent (the
+// loop SIGKILLs a random service every 2 to 4 s and restarts it, and
+// restarts the broker (down for 3 s, its data kept, see
+// broker.Embedded.Restart) every minute. The producer retries what the
+// broker refused while down. Then: no valid bag id is missing from the
+// annotations, every bad bag is dead-lettered with its reason, no service
+// exited by itself, and the registry is consistent (the
 // current alias names a version whose blob matches its checksum and
 // decodes, every listed version reads back, the annotators serve the
 // current one). Gated by MIMLSTREAM_CHAOS=1 (make chaos): it takes minutes.
@@ -68,7 +78,15 @@ func TestChaos(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 12))
 	t.Logf("chaos for %v, seed %d", duration, seed)
 
-	e := newEnv(t)
+	var b *broker.Embedded
+	e := newEnvOn(t, func(topics wire.Topics) []string {
+		var err error
+		if b, err = broker.Start(broker.Options{Partitions: 4, Topics: topics.All()}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		return b.Addrs()
+	})
 	ds, blob := mscv2Model(t)
 	e.promote(blob)
 	e.allowLarge(e.topics.Annotate, 8<<20)
@@ -110,10 +128,32 @@ func TestChaos(t *testing.T) {
 	wantPoison := map[string]wire.Reason{} // stage retrain
 	produced := make(chan struct{})
 	stopProducing := make(chan struct{})
+	// retried repeats a write the broker refused (down for a restart)
+	// until it is taken, for up to a minute: a write retried after a lost
+	// reply may land twice, which at-least-once allows.
+	var refusedWrites atomic.Int64
+	retried := func(what string, write func() error) bool {
+		var err error
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			if err = write(); err == nil {
+				return true
+			}
+			refusedWrites.Add(1)
+		}
+		t.Errorf("%s: %v", what, err)
+		return false
+	}
 	go func() {
 		defer close(produced)
 		pub := e.publisher(0.5)
 		w := e.writer(8 << 20)
+		write := func(topic string, keys []string, raws [][]byte) bool {
+			msgs := make([]kafka.Message, len(raws))
+			for i := range raws {
+				msgs[i] = kafka.Message{Topic: topic, Key: []byte(keys[i]), Value: raws[i]}
+			}
+			return retried("write to "+topic, func() error { return w.WriteMessages(ctx, msgs...) })
+		}
 		for tick := 0; ; tick++ {
 			select {
 			case <-stopProducing:
@@ -126,8 +166,7 @@ func TestChaos(t *testing.T) {
 				bags[i].ID = fmt.Sprintf("%s~c%d", bags[i].ID, tick)
 				valid = append(valid, bags[i].ID)
 			}
-			if _, err := pub.PublishDataset(ctx, ds, bags); err != nil {
-				t.Errorf("publish: %v", err)
+			if !retried("publish", func() error { _, err := pub.PublishDataset(ctx, ds, bags); return err }) {
 				return
 			}
 			if tick%10 == 7 {
@@ -141,7 +180,9 @@ func TestChaos(t *testing.T) {
 					valid = append(valid, b.ID)
 					keys, raws = append(keys, key), append(raws, mustJSON(wire.NewBagMessage(&b, "mscv2", ds.Dim, ds.Classes, false)))
 				}
-				e.write(ctx, w, e.topics.Annotate, keys, raws)
+				if !write(e.topics.Annotate, keys, raws) {
+					return
+				}
 			}
 			if tick%25 == 24 {
 				// A finite feature beyond the models' bound, to be
@@ -149,10 +190,12 @@ func TestChaos(t *testing.T) {
 				// warm-started orlr refit).
 				huge := strings.Repeat(",0.5", ds.Dim-1)
 				ak, tk := fmt.Sprintf("hugefeat-%d", tick), fmt.Sprintf("hugetrain-%d", tick)
-				e.write(ctx, w, e.topics.Annotate, []string{ak},
-					[][]byte{[]byte(`{"schema_version":1,"id":"` + ak + `","dim":` + fmt.Sprint(ds.Dim) + `,"instances":[[1e308` + huge + `]]}`)})
-				e.write(ctx, w, e.topics.Train, []string{tk},
-					[][]byte{[]byte(`{"schema_version":1,"id":"` + tk + `","dim":` + fmt.Sprint(ds.Dim) + `,"instances":[[1e308` + huge + `]],"labels":[0],"classes":` + string(mustJSON(ds.Classes)) + `}`)})
+				if !write(e.topics.Annotate, []string{ak},
+					[][]byte{[]byte(`{"schema_version":1,"id":"` + ak + `","dim":` + fmt.Sprint(ds.Dim) + `,"instances":[[1e308` + huge + `]]}`)}) ||
+					!write(e.topics.Train, []string{tk},
+						[][]byte{[]byte(`{"schema_version":1,"id":"` + tk + `","dim":` + fmt.Sprint(ds.Dim) + `,"instances":[[1e308` + huge + `]],"labels":[0],"classes":` + string(mustJSON(ds.Classes)) + `}`)}) {
+					return
+				}
 				wantDead[ak], wantPoison[tk] = wire.ReasonNonFinite, wire.ReasonNonFinite
 			}
 			var key string
@@ -180,7 +223,9 @@ func TestChaos(t *testing.T) {
 			default:
 				continue
 			}
-			e.write(ctx, w, topic, []string{key}, [][]byte{raw})
+			if !write(topic, []string{key}, [][]byte{raw}) {
+				return
+			}
 			if topic == e.topics.Train {
 				wantPoison[key] = reason
 			} else {
@@ -194,10 +239,36 @@ func TestChaos(t *testing.T) {
 	// member killed while its JoinGroup is in flight stays in kfake's
 	// group (see TestKillAnnotatorMidStream).
 	kills := map[string]int{}
+	restarts := 0
+	lastRestart := time.Now()
+	var selfExits []string
 	deadline := time.Now().Add(duration)
 	for time.Now().Before(deadline) {
 		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second))))
+		if time.Since(lastRestart) >= time.Minute {
+			if err := b.Restart(3 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			restarts++
+			lastRestart = time.Now()
+			t.Logf("broker restarted (%d), down for 3 s", restarts)
+			continue
+		}
 		mu.Lock()
+		for name, p := range live {
+			select {
+			case <-p.done:
+				// A service must ride out kills of the others and broker
+				// restarts; one that exited is a finding, restarted so
+				// the run goes on.
+				selfExits = append(selfExits, fmt.Sprintf("%s (%v)", name, p.err))
+				delete(live, name)
+				mu.Unlock()
+				start(strings.SplitN(name, "-", 2)[0])
+				mu.Lock()
+			default:
+			}
+		}
 		var names []string
 		for name, p := range live {
 			if strings.HasPrefix(name, "retrainer") || p.readyVersion() != "" {
@@ -212,18 +283,26 @@ func TestChaos(t *testing.T) {
 		victim := live[name]
 		delete(live, name)
 		mu.Unlock()
-		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		role := strings.SplitN(name, "-", 2)[0]
+		if err := victim.cmd.Process.Signal(syscall.SIGKILL); errors.Is(err, os.ErrProcessDone) {
+			<-victim.done
+			selfExits = append(selfExits, fmt.Sprintf("%s (%v)", name, victim.err))
+			start(role)
+			continue
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		<-victim.done
-		role := strings.SplitN(name, "-", 2)[0]
 		kills[role]++
 		start(role)
 	}
 	close(stopProducing)
 	<-produced
-	t.Logf("faults over: %d annotator and %d retrainer SIGKILLs; %d valid bags, %d bad ones, %d poison training bags sent",
-		kills["annotator"], kills["retrainer"], len(valid), len(wantDead), len(wantPoison))
+	t.Logf("faults over: %d annotator and %d retrainer SIGKILLs, %d broker restarts (%d writes refused and retried); %d valid bags, %d bad ones, %d poison training bags sent",
+		kills["annotator"], kills["retrainer"], restarts, refusedWrites.Load(), len(valid), len(wantDead), len(wantPoison))
+	if restarts == 0 {
+		t.Errorf("no broker restart in %v (one a minute)", duration)
+	}
 
 	// A fresh member makes the group rebalance once more, as a real
 	// broker would after the session timeout of a killed one.
@@ -264,8 +343,31 @@ func TestChaos(t *testing.T) {
 	}
 	nDead := len(dead.msgs)
 	dead.mu.Unlock()
-	t.Logf("%d of %d valid bag ids annotated (%d missing), %d annotations (%d duplicates from redelivery), %d dead-letter records for %d bad bags",
-		ids, len(valid), missing, total, total-ids, nDead, len(keys))
+	byReason := map[string]int{}
+	for k := range got {
+		byReason[string(got[k].Stage)+"/"+string(got[k].Reason)]++
+	}
+	var reasons []string
+	for _, r := range slices.Sorted(maps.Keys(byReason)) {
+		reasons = append(reasons, fmt.Sprintf("%s %d", r, byReason[r]))
+	}
+	t.Logf("%d of %d valid bag ids annotated (%d missing), %d annotations (%d duplicates from redelivery), %d dead-letter records for %d bad bags (by stage/reason: %s)",
+		ids, len(valid), missing, total, total-ids, nDead, len(keys), strings.Join(reasons, ", "))
+	if missing > 0 {
+		t.Errorf("%d valid bag ids never annotated", missing)
+	}
+	mu.Lock()
+	for name, p := range live {
+		select {
+		case <-p.done:
+			selfExits = append(selfExits, fmt.Sprintf("%s (%v)", name, p.err))
+		default:
+		}
+	}
+	mu.Unlock()
+	if len(selfExits) > 0 {
+		t.Errorf("services exited by themselves: %v", selfExits)
+	}
 
 	// The registry.
 	rctx := context.Background()
