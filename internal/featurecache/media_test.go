@@ -24,7 +24,7 @@ func testMediaRoundTrip(t *testing.T, rdb redis.UniversalClient, prefix string) 
 	c := New(rdb, prefix, time.Minute, 100)
 	box := [4]int{0, 0, 1, 3}
 	mask := media.RLE{Size: [2]int{3, 4}, Counts: []int{0, 3, 9}}
-	photo := Featurized{ContentType: "image/png", Instances: [][]float64{{1.0 / 3, math.SmallestNonzeroFloat64, -0.0}, {1e300, 2, 3}},
+	photo := Featurized{ContentType: "image/png", Instances: [][]float64{{1.0 / 3, math.SmallestNonzeroFloat64, math.Copysign(0, -1)}, {1e300, 2, 3}},
 		Regions: []media.Region{{BBox: &box, Mask: &mask}, {}}}
 	doc := Featurized{ContentType: "text/plain; charset=utf-8", Sparse: []mil.SparseVec{{Idx: []int32{3, 70000}, Val: []float64{0.6, -0.8}}},
 		Regions: []media.Region{{Span: &media.Span{Start: 0, End: 9}, ByteSpan: &media.Span{Start: 0, End: 11}}}}
