@@ -300,7 +300,10 @@ func (r *Retrainer) readRecord(ctx context.Context, partition int, offset int64)
 		if _, err := conn.Seek(offset, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
 			return err
 		}
-		b := conn.ReadBatch(1, 64<<20)
+		// Fetch v3 and later answer with the first record batch whatever
+		// the limit: a small one keeps the check from fetching the
+		// partition's tail (a 1 MiB bag is one record).
+		b := conn.ReadBatch(1, 1<<10)
 		m, err = b.ReadMessage()
 		return errors.Join(err, b.Close())
 	})
