@@ -94,9 +94,9 @@ mutate:
 compare-misvm:
 	RUNS=$(or $(RUNS),3) docs/peers/misvm/compare.sh $(SETS)
 
-# Annotators and the retrainer SIGKILLed at random for 3 minutes while valid,
-# invalid, oversize and poison bags flow (MIMLSTREAM_CHAOS_DURATION=5m to
-# change): 0 bag ids missing, every bad one dead-lettered, the registry
-# consistent. Not in `make test` (it would take a tenth of CI's budget).
+# Annotators and the retrainer SIGKILLed at random for 3 minutes, and the
+# broker restarted every minute (its data kept), while valid, invalid,
+# oversize and poison bags flow (MIMLSTREAM_CHAOS_DURATION=5m to change): 0
+# bag ids missing, every bad one dead-lettered, the registry consistent. Not in `make test` (it would take a tenth of CI's budget).
 chaos:
 	MIMLSTREAM_CHAOS=1 $(GO) test -count=1 -run TestChaos -v -timeout 20m ./internal/e2e/

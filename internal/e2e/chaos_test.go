@@ -240,6 +240,7 @@ func TestChaos(t *testing.T) {
 	// group (see TestKillAnnotatorMidStream).
 	kills := map[string]int{}
 	restarts := 0
+	var restartedAt []time.Time // when the broker served again
 	lastRestart := time.Now()
 	var selfExits []string
 	deadline := time.Now().Add(duration)
@@ -251,6 +252,7 @@ func TestChaos(t *testing.T) {
 			}
 			restarts++
 			lastRestart = time.Now()
+			restartedAt = append(restartedAt, lastRestart)
 			t.Logf("broker restarted (%d), down for 3 s", restarts)
 			continue
 		}
@@ -356,6 +358,26 @@ func TestChaos(t *testing.T) {
 	if missing > 0 {
 		t.Errorf("%d valid bag ids never annotated", missing)
 	}
+	// The pipeline resumed after each restart: the first annotation whose
+	// record timestamp (the annotator's, at writing) follows the moment the
+	// broker served again.
+	out.mu.Lock()
+	var resumed []string
+	for _, at := range restartedAt {
+		first := time.Time{}
+		for _, ts := range out.times {
+			if ts.After(at) && (first.IsZero() || ts.Before(first)) {
+				first = ts
+			}
+		}
+		if first.IsZero() {
+			t.Errorf("no annotation written after the broker restart at %v", at)
+			continue
+		}
+		resumed = append(resumed, fmt.Sprintf("%.1f s", first.Sub(at).Seconds()))
+	}
+	out.mu.Unlock()
+	t.Logf("annotations written again after each broker restart (from when it served again): %s", strings.Join(resumed, ", "))
 	mu.Lock()
 	for name, p := range live {
 		select {
