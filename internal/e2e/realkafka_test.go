@@ -779,11 +779,13 @@ func TestRealKafkaTrainingTopicRecreated(t *testing.T) {
 	}
 	streamtest.WaitEvery(t, 120*time.Second, 100*time.Millisecond, "a refit on the recreated topic's bags", func() bool { return refits(rt) > before })
 	reread := map[string]bool{}
-	for _, m := range regexp.MustCompile(`msg="training partition (?:replaced|gone)[^"]*".* partition=(\d+)`).FindAllStringSubmatch(rt.logText(), -1) {
+	var whys []string
+	for _, m := range regexp.MustCompile(`msg="training partition (?:replaced|gone)[^"]*".* partition=(\d+)(?: why="([^"]*)")?`).FindAllStringSubmatch(rt.logText(), -1) {
 		reread[m[1]] = true
+		whys = append(whys, "partition "+m[1]+": "+m[2])
 	}
-	t.Logf("Apache Kafka %s: training topic deleted and recreated under the retrainer; %d bags published to it; %d of %d partitions found replaced and reread; a refit on them %.1f s after the recreation (%d refits in all)",
-		v, len(again.Bags), len(reread), partitions, time.Since(recreated).Seconds(), refits(rt))
+	t.Logf("Apache Kafka %s: training topic deleted and recreated under the retrainer; %d bags published to it; %d of %d partitions found replaced and reread (%s); a refit on them %.1f s after the recreation (%d refits in all)",
+		v, len(again.Bags), len(reread), partitions, strings.Join(whys, "; "), time.Since(recreated).Seconds(), refits(rt))
 	if len(reread) != partitions {
 		t.Errorf("%d of %d partitions found replaced and reread", len(reread), partitions)
 	}
