@@ -102,6 +102,8 @@ func TestForcedIncompatibleModelIsLoud(t *testing.T) {
 		!strings.Contains(body, "input dimension 3, "+v1+" has 2") {
 		t.Errorf("/readyz after the forced swap: %d %q", code, body)
 	}
+	// The model is served before the change is logged: wait for the line.
+	streamtest.WaitFor(t, 5*time.Second, "contract change logged", func() bool { return rec.count(slog.LevelError, "input contract changed") > 0 })
 	if n := rec.count(slog.LevelError, "input contract changed"); n != 1 {
 		t.Errorf("contract change logged %d times at ERROR, want once", n)
 	}
