@@ -520,10 +520,12 @@ func (r *Retrainer) resetPartition(ctx context.Context, g *errgroup.Group, out c
 	} else {
 		delete(r.follows.parts, p)
 	}
+	if pf != nil {
+		r.track.Forget(r.cfg.Topic, p)
+	}
 	done := !r.behindLocked()
 	r.follows.mu.Unlock()
 	if pf != nil {
-		r.track.Forget(r.cfg.Topic, p)
 		r.mu.Lock()
 		delete(r.fitted, p)
 		r.order = slices.DeleteFunc(r.order, func(id string) bool {
@@ -539,5 +541,33 @@ func (r *Retrainer) resetPartition(ctx context.Context, g *errgroup.Group, out c
 	r.follows.consume.Unlock()
 	if done {
 		r.endRebuild(ctx)
+	}
+}
+
+// deadJobFor starts the dead letter of m, read by its partition's current
+// follower.
+func (r *Retrainer) deadJobFor(m kafka.Message) deadJob {
+	r.follows.mu.Lock()
+	defer r.follows.mu.Unlock()
+	gen := -1
+	if pf := r.follows.parts[m.Partition]; pf != nil {
+		gen = pf.gen
+	}
+	return deadJob{in: m, gen: gen}
+}
+
+// ackDeadLetter acknowledges the message of a dead letter that is out to
+// the offset tracker, unless its partition's log was replaced since it was
+// read: its offset then names a record of the new log.
+func (r *Retrainer) ackDeadLetter(j deadJob) {
+	// Under follows.mu, as resetPartition's Forget is, so that a reset
+	// does not come between the check and the acknowledgement (not under
+	// follows.consume: the consumer may be waiting for the writer's
+	// queue).
+	r.follows.mu.Lock()
+	defer r.follows.mu.Unlock()
+	// gen -1: read with no follower (a message handed to add directly).
+	if pf := r.follows.parts[j.in.Partition]; pf == nil && j.gen == -1 || pf != nil && pf.gen == j.gen {
+		r.track.Ack(j.in)
 	}
 }

@@ -525,7 +525,8 @@ func (r *Retrainer) reject(ctx context.Context, m kafka.Message, id string, err 
 	}
 	h := kafkaio.WithOriginal(kafkaio.Headers(ctx, r.cfg.Obs.Propagator), kafkaio.ContentType(m.Headers))
 	value := wire.NewDeadLetter(wire.StageRetrain, reason, err, string(m.Key), m.Topic, m.Partition, m.Offset, m.Value).Encode(r.dead.ValueBudget(m.Key, h))
-	job := deadJob{in: m, out: kafka.Message{Topic: r.cfg.DeadLetterTopic, Key: wire.OutputKey(id, m.Topic, m.Partition, m.Offset), Value: value, Headers: h}, log: log}
+	job := r.deadJobFor(m)
+	job.out, job.log = kafka.Message{Topic: r.cfg.DeadLetterTopic, Key: wire.OutputKey(id, m.Topic, m.Partition, m.Offset), Value: value, Headers: h}, log
 	if replayed && r.deadQ != nil {
 		select {
 		case r.deadQ <- job:
@@ -543,6 +544,8 @@ func (r *Retrainer) reject(ctx context.Context, m kafka.Message, id string, err 
 type deadJob struct {
 	in, out kafka.Message
 	log     *slog.Logger
+	// gen is the generation of in's partition follower (follow.go).
+	gen int
 }
 
 // writeDeadLetters writes dead letters, waits for their acknowledgement
@@ -593,7 +596,7 @@ func (r *Retrainer) deadLetterWriter(ctx context.Context) {
 			}
 		}
 		for _, j := range r.writeDeadLetters(ctx, jobs) {
-			r.track.Ack(j.in)
+			r.ackDeadLetter(j)
 		}
 	}
 }
