@@ -10,6 +10,7 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/solver/assign"
 )
 
 // Prediction rules for instances.
@@ -339,7 +340,9 @@ func (m *Model) State() *State { return &m.st }
 // centroid, eq. 15) or (Lᵀx)_c − α‖Lᵀz_c‖² (rule alpha, eq. 16); a class
 // without centroid scores -MaxFloat64. In transductive mode the label of an
 // instance is the best-scored class among the bag's labels (all classes when
-// the bag has none); the scores themselves are not masked. Bag scores are the
+// the bag has none), except that every one of them is on some instance when
+// the bag has as many instances (coverCandidates); the scores themselves are
+// not masked. Bag scores are the
 // citation-kNN votes (see citationKNN); bag labels are the citation-kNN
 // prediction in inductive mode, and the union of the instance labels in
 // transductive mode, where the bag's labels are known.
@@ -388,6 +391,11 @@ func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (mod
 		}
 		ann.InstanceScores[j], ann.InstanceLabels[j] = s, best
 	}
+	if mode == models.Transductive && len(b.Instances) >= len(cand) {
+		if err := coverCandidates(ann, cand); err != nil {
+			return models.Annotation{}, fmt.Errorf("bag %q: %w", b.ID, err)
+		}
+	}
 	if len(m.st.TrainBags) > 0 {
 		ann.BagLabels, ann.BagScores = m.citationKNN(g)
 	} else {
@@ -405,6 +413,34 @@ func (m *Model) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (mod
 		ann.BagLabels = slices.Compact(set)
 	}
 	return ann, nil
+}
+
+// coverCandidates relabels the instances of a transductive annotation so
+// that every candidate class (the bag's labels) is on at least one
+// instance, at the least total score lost: the bag label is the union of
+// its instances' labels, so a class of the bag that no instance is
+// nearest to still names one, the one it costs least to move (instances
+// that two of the bag's classes would otherwise share). Each instance
+// keeps its best candidate otherwise. ann has one instance per row of
+// scores, at least as many as cand.
+func coverCandidates(ann models.Annotation, cand []int) error {
+	n, k := len(ann.InstanceScores), len(cand)
+	cost := make([]float64, n*k)
+	for j, s := range ann.InstanceScores {
+		for t, c := range cand {
+			// Scores are finite (an unseen class is no candidate); their
+			// negatives are the costs, relative to the instance's best.
+			cost[j*k+t] = -s[c]
+		}
+	}
+	labels, _, err := assign.Cover(cost, n, k, k)
+	if err != nil {
+		return err
+	}
+	for j, t := range labels {
+		ann.InstanceLabels[j] = cand[t]
+	}
+	return nil
 }
 
 // candidates lists the classes an instance of b may take: the seen classes

@@ -92,7 +92,7 @@ func TestAssignRangeMatchesReference(t *testing.T) {
 			}
 			gh, wh := slices.Clone(h0), slices.Clone(h0)
 			gc, wc := make([]float64, len(bags)), make([]float64, len(bags))
-			gch, err := assignRange(u, z, bags, gh, gc, tc.capacity)
+			gch, err := assignRange(u, z, bags, gh, gc, tc.capacity, false)
 			if err != nil {
 				t.Fatal(err)
 			}

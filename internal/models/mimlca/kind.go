@@ -60,6 +60,8 @@ func params() models.Decls[config] {
 			"space of the adapted k-means of a kernel model (kernel is vacuous with many landmarks; see doc.go)"),
 		models.Int("capacity", func(c *config) *int { return &c.opt.Capacity },
 			"instances of a bag one candidate label may take (1: eq. 2 of the paper; default: chosen among 1, 9 by select=cv, 1 with select=none)").AtLeast(1).DefaultVaries(),
+		models.Bool("cover", func(c *config) *bool { return &c.opt.Cover },
+			"with capacity > 1, every label of a bag keeps at least one of its instances in the assignment (the union assumption eq. 13 holds at capacity 1); false: each instance on its nearest label, a label possibly on none"),
 		models.Enum("select", func(c *config) *string { return &c.sel }, []string{SelectCV, SelectNone},
 			"cv: choose capacity and hausdorff by inner cross-validation on the training bags; none: the paper's fixed settings"),
 		models.Int(ParamSelectFolds, func(c *config) *int { return &c.selFolds }, "inner folds of select=cv").AtLeast(2),
@@ -69,7 +71,7 @@ func params() models.Decls[config] {
 }
 
 func defaultConfig() config {
-	return config{ml: metriclearn.DefaultConfig(), opt: Options{Iters: 50, Restarts: 10, Capacity: 1, Assign: "input"},
+	return config{ml: metriclearn.DefaultConfig(), opt: Options{Iters: 50, Restarts: 10, Capacity: 1, Cover: true, Assign: "input"},
 		sel: SelectCV, selFolds: 3}
 }
 
@@ -81,6 +83,8 @@ type Options struct {
 	Iters    int
 	Restarts int
 	Capacity int
+	// Cover: see KMeansOptions.Cover.
+	Cover bool
 	// Assign selects the space of the adapted k-means for a kernel model:
 	// "input" (U from the centred input X) or "kernel" (U from Φ, K K† in
 	// the paper). See doc.go for why "input" is the default.
@@ -215,7 +219,7 @@ func learn(ctx context.Context, train *mil.Dataset, cfg metriclearn.Config, o Op
 	}
 	u := wh.Project(space)
 	progress(1)
-	res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Capacity: o.Capacity, Iters: o.Iters, Restarts: o.Restarts, Workers: opt.Workers}, rng)
+	res, err := AdaptedKMeans(ctx, u, bags, KMeansOptions{K: k, Capacity: o.Capacity, Cover: o.Cover, Iters: o.Iters, Restarts: o.Restarts, Workers: opt.Workers}, rng)
 	if err != nil {
 		return learned{}, fmt.Errorf("mimlca fit: %w", err)
 	}

@@ -46,6 +46,14 @@ type KMeansOptions struct {
 	// assignment problem, for data where a label covers several instances.
 	// <= 0 means 1.
 	Capacity int
+	// Cover keeps every label of a bag on at least one of its instances
+	// when capacity > 1 (and the bag has as many instances as labels): the
+	// union assumption, which eq. 13 holds at capacity 1 (every label gets
+	// an instance) and replicated columns lose, since each instance may
+	// then take its nearest label and a label none. A label left without
+	// instances in every bag of a co-occurring class (cow with grass)
+	// leaves its centroid to the few bags where it is nearest.
+	Cover    bool
 	Iters    int // maximum iterations per restart
 	Restarts int // random initializations after the deterministic start (0: that start alone); the lowest objective wins
 	Workers  int // <= 0: all cores
@@ -112,7 +120,7 @@ func AdaptedKMeans(ctx context.Context, u *mat.Dense, bags []Bag, opt KMeansOpti
 			if iters > 0 {
 				centroids(u, h, z)
 			}
-			changed, err := assignAll(u, z, bags, h, bagCost, capacity, workers)
+			changed, err := assignAll(u, z, bags, h, bagCost, capacity, opt.Cover, workers)
 			if err != nil {
 				return Result{}, err
 			}
@@ -214,7 +222,7 @@ func centroids(u *mat.Dense, h []int, z *mat.Dense) {
 
 // assignAll solves eq. 13 for every bag, updating h in place, and reports
 // whether any assignment changed.
-func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity, workers int) (bool, error) {
+func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity int, cover bool, workers int) (bool, error) {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -230,7 +238,7 @@ func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ch, err := assignRange(u, z, bags[lo:hi], h, bagCost[lo:hi], capacity)
+			ch, err := assignRange(u, z, bags[lo:hi], h, bagCost[lo:hi], capacity, cover)
 			mu.Lock()
 			defer mu.Unlock()
 			changed = changed || ch
@@ -243,7 +251,7 @@ func assignAll(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity
 	return changed, firstErr
 }
 
-func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity int) (bool, error) {
+func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capacity int, cover bool) (bool, error) {
 	changed := false
 	var cost []float64
 	for i, b := range bags {
@@ -268,7 +276,38 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capaci
 				cost = append(cost, cost[first+t-nl])
 			}
 		}
-		if capacity >= b.N {
+		covered := cover && capacity > 1 && b.N >= nl
+		if covered && capacity >= b.N {
+			labels, total, err := assign.Cover(cost, b.N, nl, cols)
+			if err != nil {
+				return changed, fmt.Errorf("mimlca: bag at row %d: %w", b.Start, err)
+			}
+			bagCost[i] = total
+			for j, t := range labels {
+				if c := b.Labels[t]; h[b.Start+j] != c {
+					h[b.Start+j] = c
+					changed = true
+				}
+			}
+			continue
+		}
+		bonus := 0.0
+		if covered {
+			// Each label's first copy (columns 0..nl-1) made cheaper than
+			// any assignment's other costs can make up, so the optimum
+			// fills all of them: every label keeps an instance.
+			top := 0.0
+			for _, v := range cost {
+				top = max(top, math.Abs(v))
+			}
+			bonus = 2*float64(b.N)*top + 1
+			for j := range b.N {
+				for t := range nl {
+					cost[j*cols+t] -= bonus
+				}
+			}
+		}
+		if !covered && capacity >= b.N {
 			if total, ch, ok := nearestLabels(cost, b, cols, h); ok {
 				bagCost[i] = total
 				changed = changed || ch
@@ -279,7 +318,7 @@ func assignRange(u, z *mat.Dense, bags []Bag, h []int, bagCost []float64, capaci
 		if err != nil {
 			return changed, fmt.Errorf("mimlca: bag at row %d: %w", b.Start, err)
 		}
-		bagCost[i] = total
+		bagCost[i] = total + bonus*float64(nl)
 		for j, col := range rowToCol {
 			c := -1
 			if col >= 0 {

@@ -133,3 +133,46 @@ func hungarian(n, m int, a []float64) []int {
 	}
 	return out
 }
+
+// Cover labels each of n instances with one of k labels, every label
+// on at least one instance (n >= k), at the least total cost: cost is n
+// rows of stride cols >= k, cost[i*cols+t] the cost of label t for
+// instance i. Given such a labeling, one instance per label forms a
+// matching and every other instance is best on its cheapest label; so the
+// optimum is every instance on its cheapest label, except the instances of
+// the matching of least total excess (cost above the row's cheapest),
+// found by Solve on the n x k excess matrix
+// (TestCoverMatchesEnumeration). It returns the labels (0..k-1) and
+// the total cost.
+func Cover(cost []float64, n, k, cols int) ([]int, float64, error) {
+	if n < k || k < 1 || cols < k || len(cost) < (n-1)*cols+k {
+		return nil, 0, fmt.Errorf("assign: cover: %d instances, %d labels, stride %d, %d costs", n, k, cols, len(cost))
+	}
+	labels := make([]int, n)
+	excess := make([]float64, n*k)
+	for i := range n {
+		row := cost[i*cols:][:k]
+		best := 0
+		for t := 1; t < k; t++ {
+			if row[t] < row[best] {
+				best = t
+			}
+		}
+		labels[i] = best
+		for t, v := range row {
+			excess[i*k+t] = v - row[best]
+		}
+	}
+	rowToCol, _, err := Solve(excess, n, k)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := 0.0
+	for i, t := range rowToCol {
+		if t >= 0 {
+			labels[i] = t
+		}
+		total += cost[i*cols+labels[i]]
+	}
+	return labels, total, nil
+}
