@@ -96,6 +96,10 @@ func LimitConcurrency(limit int, retryAfter time.Duration, next http.Handler) ht
 			next.ServeHTTP(w, r)
 		default:
 			w.Header().Set("Retry-After", secs)
+			// The client may still be sending its body: without this,
+			// net/http reads (up to 256 KiB of) it before answering, and
+			// a slow sender waits for its 503 as long as it sends.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "too many concurrent requests", http.StatusServiceUnavailable)
 		}
 	})

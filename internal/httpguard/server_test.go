@@ -167,3 +167,49 @@ func TestServeTLS(t *testing.T) {
 		return strings.Contains(logs.String(), `level=WARN msg="http: TLS handshake error`)
 	})
 }
+
+// TestRefusedWhileSending: a request refused by LimitConcurrency while
+// its body is still arriving (a slow sender) gets its 503 at once, not
+// once it has sent the body the server would otherwise read first.
+func TestRefusedWhileSending(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	s, err := Listen(ServerConfig{Addr: "127.0.0.1:0", Handler: LimitConcurrency(1, time.Second, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = s.Serve(ctx) }()
+	url := "http://" + s.Addr().String()
+	go func() {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write([]byte("the first bytes of a body that goes on")) }()
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url, "application/json", pr)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	select {
+	case code := <-answered:
+		if code != http.StatusServiceUnavailable {
+			t.Errorf("status %d, want 503", code)
+		}
+	case <-time.After(3 * time.Second):
+		t.Error("no answer within 3 s while the body was still arriving")
+	}
+}
