@@ -116,45 +116,28 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 		return err
 	}
 	defer stopInfra()
-	env, kc, tel, topics, sec, rc, prefix := inf.env, inf.kc, inf.tel, inf.kc.Topics, inf.sec, inf.rc, inf.prefix
-	signingKey, verifyKey := inf.signingKey, inf.verifyKey
+	env, kc, tel, rc := inf.env, inf.kc, inf.tel, inf.rc
 	fmt.Fprintf(stdout, "signing  models signed with a fresh Ed25519 key; annotators refuse unsigned or badly signed ones\n")
 
-	rcfg := retrain.DefaultServeConfig()
-	rcfg.Kafka, rcfg.Redis, rcfg.Telemetry, rcfg.Listen = kc, rc, tel, ""
-	rcfg.Fit.SigningKey = signingKey
-	rcfg.Fit.Kind = c.kind
-	rcfg.Fit.Params = c.params
+	params := c.params
 	if c.kind == "orlr" {
 		// Quick refits for a demo: fewer EM iterations than the paper.
-		rcfg.Fit.Params = append(cli.StringList{"iters=20", "msteps=10"}, c.params...)
+		params = append(cli.StringList{"iters=20", "msteps=10"}, c.params...)
 	}
-	rcfg.Every, rcfg.MinBags = c.every, c.minBags
-	rt, err := retrain.NewServe(ctx, env, kinds, rcfg)
+	rt, err := c.retrainer(ctx, kinds, inf, params)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "retrainer %s %v, refit every %d labeled bags (first at %d)\n", c.kind, rt.Params(), c.every, c.minBags)
 
-	var anns []*annotate.Service
-	for i := range c.annotators {
-		acfg := annotate.DefaultConfig()
-		acfg.Kafka, acfg.Redis, acfg.Telemetry, acfg.Listen = kc, rc, tel, ""
-		acfg.VerifyKey = verifyKey
-		acfg.Name, acfg.Group = fmt.Sprintf("annotator-%d", i+1), "demo-annotators"
-		acfg.Poll, acfg.SessionTimeout = time.Second, 6*time.Second
-		acfg.CachePrefix, acfg.CacheMaxEntries = prefix+":features", 100000
-		// Live quality of every labeled bag (the product's own measure,
-		// printed in the summary beside the demo's).
-		acfg.QualitySampleRate = 1
-		a, err := annotate.New(ctx, env, kinds, acfg)
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		anns = append(anns, a)
+	// Live quality of every labeled bag (the product's own measure,
+	// printed in the summary beside the demo's).
+	anns, closeAnns, err := c.startAnnotators(ctx, kinds, inf, func(a *annotate.Config) { a.QualitySampleRate = 1 })
+	if err != nil {
+		return err
 	}
+	defer closeAnns()
 	fmt.Fprintf(stdout, "annotators %d in consumer group demo-annotators\n", c.annotators)
 
 	icfg := ingest.DefaultConfig()
@@ -172,20 +155,9 @@ func run(ctx context.Context, kinds *models.Registry, stdout, stderr io.Writer, 
 
 	// The services, the progress tails and the ingest run as one group: any
 	// of them failing stops the others.
-	svcCtx, stopServices := context.WithCancel(ctx)
-	defer stopServices()
-	g, gctx := errgroup.WithContext(svcCtx)
-	g.Go(func() error { return rt.Run(gctx) })
-	for _, a := range anns {
-		g.Go(func() error { return a.Run(gctx) })
-	}
 	prog := newProgress(ds)
-	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.Annotations, prog.addAnnotation)
-	})
-	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.DeadLetter, func(kafka.Message) error { prog.addDead(); return nil })
-	})
+	g, gctx, stopServices := inf.runServices(ctx, rt, anns, prog)
+	defer stopServices()
 
 	fmt.Fprintf(stdout, "ingest   %s: %d bags, %d instances, %d classes, at %.0f bags/s, %.0f%% labeled\n\n",
 		ds.Name, len(ds.Bags), ds.NumInstances(), len(ds.Classes), c.rate, 100*c.labelFraction)
@@ -306,6 +278,78 @@ func (c config) start(ctx context.Context, stdout, stderr io.Writer, name string
 		return nil, stop, err
 	}
 	return in, stop, nil
+}
+
+// outputs takes the annotations and dead letters a demo follows.
+type outputs interface {
+	addAnnotation(kafka.Message) error
+	addDead()
+}
+
+var (
+	_ outputs = (*progress)(nil)
+	_ outputs = (*mediaProgress)(nil)
+)
+
+// runServices runs rt and anns, and tails of the annotations and dead
+// letters into out, as one group under a context of ctx's (stop ends it):
+// any of them failing stops the others.
+func (inf *infra) runServices(ctx context.Context, rt *retrain.Service, anns []*annotate.Service, out outputs) (g *errgroup.Group, gctx context.Context, stop context.CancelFunc) {
+	ctx, stop = context.WithCancel(ctx)
+	g, gctx = errgroup.WithContext(ctx)
+	g.Go(func() error { return rt.Run(gctx) })
+	for _, a := range anns {
+		g.Go(func() error { return a.Run(gctx) })
+	}
+	topics := inf.kc.Topics
+	g.Go(func() error {
+		return kafkaio.Tail(gctx, inf.kc.Brokers, inf.sec, topics.Annotations, out.addAnnotation)
+	})
+	g.Go(func() error {
+		return kafkaio.Tail(gctx, inf.kc.Brokers, inf.sec, topics.DeadLetter, func(kafka.Message) error { out.addDead(); return nil })
+	})
+	return g, gctx, stop
+}
+
+// retrainer makes the demo's retrainer: on inf's broker and Redis,
+// signing with its key, fitting c's kind with params every c.every
+// labeled bags from c.minBags.
+func (c config) retrainer(ctx context.Context, kinds *models.Registry, inf *infra, params cli.StringList) (*retrain.Service, error) {
+	rcfg := retrain.DefaultServeConfig()
+	rcfg.Kafka, rcfg.Redis, rcfg.Telemetry, rcfg.Listen = inf.kc, inf.rc, inf.tel, ""
+	rcfg.Fit.SigningKey, rcfg.Fit.Kind, rcfg.Fit.Params = inf.signingKey, c.kind, params
+	rcfg.Every, rcfg.MinBags = c.every, c.minBags
+	return retrain.NewServe(ctx, inf.env, kinds, rcfg)
+}
+
+// startAnnotators makes c.annotators annotators in the consumer group
+// demo-annotators, on inf's broker and Redis, verifying with its key,
+// with a feature cache under its prefix; change, when not nil, adjusts
+// each one's configuration. closeAll closes them.
+func (c config) startAnnotators(ctx context.Context, kinds *models.Registry, inf *infra, change func(*annotate.Config)) (anns []*annotate.Service, closeAll func(), err error) {
+	closeAll = func() {
+		for i := len(anns) - 1; i >= 0; i-- {
+			anns[i].Close()
+		}
+	}
+	for i := range c.annotators {
+		acfg := annotate.DefaultConfig()
+		acfg.Kafka, acfg.Redis, acfg.Telemetry, acfg.Listen = inf.kc, inf.rc, inf.tel, ""
+		acfg.VerifyKey = inf.verifyKey
+		acfg.Name, acfg.Group = fmt.Sprintf("annotator-%d", i+1), "demo-annotators"
+		acfg.Poll, acfg.SessionTimeout = time.Second, 6*time.Second
+		acfg.CachePrefix, acfg.CacheMaxEntries = inf.prefix+":features", 100000
+		if change != nil {
+			change(&acfg)
+		}
+		a, err := annotate.New(ctx, inf.env, kinds, acfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		anns = append(anns, a)
+	}
+	return anns, closeAll, nil
 }
 
 // liveSummary prints the annotators' live quality of each version, read

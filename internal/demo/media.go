@@ -35,7 +35,6 @@ import (
 	"github.com/mimlstream/mimlstream/internal/status"
 	"github.com/mimlstream/mimlstream/internal/stream/annotate"
 	"github.com/mimlstream/mimlstream/internal/stream/ingest"
-	"github.com/mimlstream/mimlstream/internal/stream/kafkaio"
 	"github.com/mimlstream/mimlstream/internal/stream/retrain"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
 	"github.com/mimlstream/mimlstream/internal/stream/wire"
@@ -120,34 +119,19 @@ func runMedia(ctx context.Context, kinds *models.Registry, stdout, stderr io.Wri
 		return err
 	}
 	defer stopInfra()
-	env, kc, tel, topics, sec, rc, prefix := inf.env, inf.kc, inf.tel, inf.kc.Topics, inf.sec, inf.rc, inf.prefix
-	signingKey, verifyKey := inf.signingKey, inf.verifyKey
+	env, kc, tel, topics, sec, rc := inf.env, inf.kc, inf.tel, inf.kc.Topics, inf.sec, inf.rc
 
-	rcfg := retrain.DefaultServeConfig()
-	rcfg.Kafka, rcfg.Redis, rcfg.Telemetry, rcfg.Listen = kc, rc, tel, ""
-	rcfg.Fit.SigningKey, rcfg.Fit.Kind, rcfg.Fit.Params = signingKey, c.kind, c.params
-	rcfg.Every, rcfg.MinBags = c.every, c.minBags
-	rt, err := retrain.NewServe(ctx, env, kinds, rcfg)
+	rt, err := c.retrainer(ctx, kinds, inf, c.params)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 	fmt.Fprintf(stdout, "retrainer %s %v on the photos' region features, refit every %d labeled photos (first at %d)\n", c.kind, rt.Params(), c.every, c.minBags)
-	var anns []*annotate.Service
-	for i := range c.annotators {
-		acfg := annotate.DefaultConfig()
-		acfg.Kafka, acfg.Redis, acfg.Telemetry, acfg.Listen = kc, rc, tel, ""
-		acfg.VerifyKey = verifyKey
-		acfg.Name, acfg.Group = fmt.Sprintf("annotator-%d", i+1), "demo-annotators"
-		acfg.Poll, acfg.SessionTimeout = time.Second, 6*time.Second
-		acfg.CachePrefix, acfg.CacheMaxEntries = prefix+":features", 100000
-		a, err := annotate.New(ctx, env, kinds, acfg)
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		anns = append(anns, a)
+	anns, closeAnns, err := c.startAnnotators(ctx, kinds, inf, nil)
+	if err != nil {
+		return err
 	}
+	defer closeAnns()
 	fmt.Fprintf(stdout, "annotators %d in consumer group demo-annotators\n", c.annotators)
 
 	icfg := ingest.DefaultConfig()
@@ -160,18 +144,9 @@ func runMedia(ctx context.Context, kinds *models.Registry, stdout, stderr io.Wri
 	}
 	defer in.Close()
 
-	svcCtx, stopServices := context.WithCancel(ctx)
-	defer stopServices()
-	g, gctx := errgroup.WithContext(svcCtx)
-	g.Go(func() error { return rt.Run(gctx) })
-	for _, a := range anns {
-		g.Go(func() error { return a.Run(gctx) })
-	}
 	prog := &mediaProgress{seen: map[string]*wire.AnnotationMessage{}, versions: map[string]int{}}
-	g.Go(func() error { return kafkaio.Tail(gctx, kc.Brokers, sec, topics.Annotations, prog.addAnnotation) })
-	g.Go(func() error {
-		return kafkaio.Tail(gctx, kc.Brokers, sec, topics.DeadLetter, func(kafka.Message) error { prog.addDead(); return nil })
-	})
+	g, gctx, stopServices := inf.runServices(ctx, rt, anns, prog)
+	defer stopServices()
 	statusURL := ""
 	if mc.statusListen != "" {
 		if statusURL, err = serveStatus(gctx, g, mc.statusListen, kc.Brokers, sec, rc, topics, staged.root); err != nil {
