@@ -62,7 +62,9 @@ func TestMediaQuickstart(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	fit := func(ctx context.Context, env service.Env, args []string) error { return retrain.FitCommand(ctx, env, kinds(), args) }
+	fit := func(ctx context.Context, env service.Env, args []string) error {
+		return retrain.FitCommand(ctx, env, kinds(), args)
+	}
 	// tailOne is `mimlctl tail TOPIC --json > file`, repeated until the
 	// annotator has written the annotation (the README sleeps 2 s).
 	tailOne := func(topic, file string) {

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
-func TestCacheRoundTrip(t *testing.T) { forEachBackend(t, testCacheRoundTrip) }
+func TestCacheRoundTrip(t *testing.T) { redistest.ForEachBackend(t, testCacheRoundTrip) }
 
 func testCacheRoundTrip(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	long := make([]float64, 1000)
@@ -63,7 +65,7 @@ func testCacheRoundTrip(t *testing.T, rdb redis.UniversalClient, prefix string) 
 	}
 }
 
-func TestCacheTTL(t *testing.T) { forEachBackend(t, testCacheTTL) }
+func TestCacheTTL(t *testing.T) { redistest.ForEachBackend(t, testCacheTTL) }
 
 func testCacheTTL(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
@@ -131,7 +133,9 @@ func (l *refLRU) put(k string) {
 
 // TestCacheLRUAgainstReference drives random Get/Put sequences and
 // compares every hit or miss with the reference LRU policy.
-func TestCacheLRUAgainstReference(t *testing.T) { forEachBackend(t, testCacheLRUAgainstReference) }
+func TestCacheLRUAgainstReference(t *testing.T) {
+	redistest.ForEachBackend(t, testCacheLRUAgainstReference)
+}
 
 func testCacheLRUAgainstReference(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	for _, max := range []int{1, 4, 7} {
@@ -174,7 +178,7 @@ func testCacheLRU(t *testing.T, rdb redis.UniversalClient, prefix string, max in
 }
 
 // TestCacheBoundConcurrent checks the size bound under concurrent writers.
-func TestCacheBoundConcurrent(t *testing.T) { forEachBackend(t, testCacheBoundConcurrent) }
+func TestCacheBoundConcurrent(t *testing.T) { redistest.ForEachBackend(t, testCacheBoundConcurrent) }
 
 func testCacheBoundConcurrent(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	const max, writers, perWriter = 10, 8, 40
@@ -210,7 +214,9 @@ func testCacheBoundConcurrent(t *testing.T, rdb redis.UniversalClient, prefix st
 	}
 }
 
-func TestCacheCorruptValueRefused(t *testing.T) { forEachBackend(t, testCacheCorruptValueRefused) }
+func TestCacheCorruptValueRefused(t *testing.T) {
+	redistest.ForEachBackend(t, testCacheCorruptValueRefused)
+}
 
 func testCacheCorruptValueRefused(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
 // refBytesLRU is the reference of a cache bounded in bytes: least recently
@@ -50,7 +52,7 @@ func (l *refBytesLRU) put(k string, size int) {
 }
 
 func TestCacheBytesAgainstReference(t *testing.T) {
-	forEachBackend(t, testCacheBytesAgainstReference)
+	redistest.ForEachBackend(t, testCacheBytesAgainstReference)
 }
 
 // testCacheBytesAgainstReference: a cache bounded in bytes (the feature

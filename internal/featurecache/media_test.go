@@ -11,9 +11,10 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/mil"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
-func TestMediaRoundTrip(t *testing.T) { forEachBackend(t, testMediaRoundTrip) }
+func TestMediaRoundTrip(t *testing.T) { redistest.ForEachBackend(t, testMediaRoundTrip) }
 
 // testMediaRoundTrip: featurized media come back whole (features bit for
 // bit, sparse instances, regions), under their featurizer and hash only:

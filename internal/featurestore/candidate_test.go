@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
-func TestCandidate(t *testing.T) { forEachBackend(t, testCandidate) }
+func TestCandidate(t *testing.T) { redistest.ForEachBackend(t, testCandidate) }
 
 // testCandidate catches a candidate alias that survives its promotion, a
 // verdict on an old candidate clearing a newer one, two judges both
@@ -67,7 +69,7 @@ func testCandidate(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 }
 
-func TestDelete(t *testing.T) { forEachBackend(t, testDelete) }
+func TestDelete(t *testing.T) { redistest.ForEachBackend(t, testDelete) }
 
 // testDelete catches deleting the served version, deleting what an alias or
 // the history names without force, and a forced delete leaving "previous"

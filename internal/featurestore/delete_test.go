@@ -9,9 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/models"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
-func TestDeleteEdges(t *testing.T) { forEachBackend(t, testDeleteEdges) }
+func TestDeleteEdges(t *testing.T) { redistest.ForEachBackend(t, testDeleteEdges) }
 
 // testDeleteEdges pins the parts of Delete that TestDelete's short history
 // does not reach. Faults it catches: reading only the newest entries of
@@ -85,7 +86,7 @@ func testDeleteEdges(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // be refused as corrupt, or an annotator score a model with an appended
 // "unknown" class over the wrong vocabulary).
 func TestPutTakesImplicitClassesFromTheEnvelope(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	redistest.ForEachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := testCtx(t)
 		r := NewRegistry(rdb, prefix)
 		classes := append(append([]string(nil), abc...), "unknown")

@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
 // TestDeleteHeld: the aliases a deleted version held are those of the
 // transaction that deleted it (previous, candidate), for the operator's
 // "deleted vN (was ...)" — not a read made before, which a promotion in
 // between makes stale.
-func TestDeleteHeld(t *testing.T) { forEachBackend(t, testDeleteHeld) }
+func TestDeleteHeld(t *testing.T) { redistest.ForEachBackend(t, testDeleteHeld) }
 
 func testDeleteHeld(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
-func TestPromoteGuard(t *testing.T) { forEachBackend(t, testPromoteGuard) }
+func TestPromoteGuard(t *testing.T) { redistest.ForEachBackend(t, testPromoteGuard) }
 
 // testPromoteGuard: every promotion goes through the contract guard, so a
 // version of another input dimension or class list never replaces current
@@ -60,7 +62,7 @@ func testPromoteGuard(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 }
 
-func TestPromoteIfCurrent(t *testing.T) { forEachBackend(t, testPromoteIfCurrent) }
+func TestPromoteIfCurrent(t *testing.T) { redistest.ForEachBackend(t, testPromoteIfCurrent) }
 
 // testPromoteIfCurrent: a promotion conditioned on the version its
 // candidate was evaluated against happens only while that version is still

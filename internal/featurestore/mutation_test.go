@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
 // TestPruneDeepHistory: Prune must protect every version in the rollback
@@ -15,7 +17,7 @@ import (
 // third rollback then finds gone). Hand-computed: versions v1..v6, v1..v5
 // promoted in order, so current v5, history v4 v3 v2 v1; keep 0 removes v6
 // alone, and four rollbacks then walk back to v1.
-func TestPruneDeepHistory(t *testing.T) { forEachBackend(t, testPruneDeepHistory) }
+func TestPruneDeepHistory(t *testing.T) { redistest.ForEachBackend(t, testPruneDeepHistory) }
 
 func testPruneDeepHistory(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
@@ -58,7 +60,7 @@ func testPruneDeepHistory(t *testing.T, rdb redis.UniversalClient, prefix string
 // in order leave current v70 and a history v69..v6 (64 entries), so
 // Prune(0) deletes exactly v1..v5, and 64 rollbacks reach v6 and a 65th
 // finds none.
-func TestHistoryCap(t *testing.T) { forEachBackend(t, testHistoryCap) }
+func TestHistoryCap(t *testing.T) { redistest.ForEachBackend(t, testHistoryCap) }
 
 func testHistoryCap(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)

@@ -18,11 +18,12 @@ import (
 
 	"github.com/mimlstream/mimlstream/internal/embedded/redisserver"
 	"github.com/mimlstream/mimlstream/internal/stream/service/redisflag"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
 var abc = []string{"a", "b", "c"}
 
-func TestPutGet(t *testing.T) { forEachBackend(t, testPutGet) }
+func TestPutGet(t *testing.T) { redistest.ForEachBackend(t, testPutGet) }
 
 func testPutGet(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
@@ -104,7 +105,7 @@ func metaEqual(a, b VersionMeta) bool {
 	return bytes.Equal(ja, jb)
 }
 
-func TestGetUnknown(t *testing.T) { forEachBackend(t, testGetUnknown) }
+func TestGetUnknown(t *testing.T) { redistest.ForEachBackend(t, testGetUnknown) }
 
 func testGetUnknown(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
@@ -131,7 +132,7 @@ func testGetUnknown(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // TestCorruptionRefused damages stored versions in Redis directly and
 // checks that the damage is detected by Get, Current, Promote and Rollback,
 // and that nothing is served or changed.
-func TestCorruptionRefused(t *testing.T) { forEachBackend(t, testCorruptionRefused) }
+func TestCorruptionRefused(t *testing.T) { redistest.ForEachBackend(t, testCorruptionRefused) }
 
 func testCorruptionRefused(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	tests := []struct {
@@ -250,7 +251,7 @@ func must[T any](v T, err error) func(*testing.T) T {
 	}
 }
 
-func TestPutNeverOverwrites(t *testing.T) { forEachBackend(t, testPutNeverOverwrites) }
+func TestPutNeverOverwrites(t *testing.T) { redistest.ForEachBackend(t, testPutNeverOverwrites) }
 
 func testPutNeverOverwrites(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
@@ -315,7 +316,7 @@ func (f *refRegistry) rollback() (string, bool) {
 // sequences and compares every alias with the reference after each step,
 // and checks that each change is announced.
 func TestPromoteRollbackAgainstReference(t *testing.T) {
-	forEachBackend(t, testPromoteRollbackAgainstReference)
+	redistest.ForEachBackend(t, testPromoteRollbackAgainstReference)
 }
 
 func testPromoteRollbackAgainstReference(t *testing.T, rdb redis.UniversalClient, prefix string) {
@@ -398,7 +399,7 @@ func testPromoteRollbackAgainstReference(t *testing.T, rdb redis.UniversalClient
 // once. With atomic promotion, the final current version plus the history
 // is a permutation of all n versions (no update lost or applied twice), and
 // every promotion is announced once.
-func TestConcurrentPromote(t *testing.T) { forEachBackend(t, testConcurrentPromote) }
+func TestConcurrentPromote(t *testing.T) { redistest.ForEachBackend(t, testConcurrentPromote) }
 
 func testConcurrentPromote(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	const n = 16
@@ -468,7 +469,7 @@ func testConcurrentPromote(t *testing.T, rdb redis.UniversalClient, prefix strin
 	}
 }
 
-func TestList(t *testing.T) { forEachBackend(t, testList) }
+func TestList(t *testing.T) { redistest.ForEachBackend(t, testList) }
 
 func testList(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)
@@ -568,7 +569,7 @@ func TestRedisDown(t *testing.T) {
 	}
 }
 
-func TestPrune(t *testing.T) { forEachBackend(t, testPrune) }
+func TestPrune(t *testing.T) { redistest.ForEachBackend(t, testPrune) }
 
 func testPrune(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	tests := []struct {
@@ -656,7 +657,9 @@ func testPrune(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // TestPruneConcurrentWithPromote prunes everything unprotected while other
 // clients promote and roll back: no alias or history entry may ever be
 // left pointing at a deleted version.
-func TestPruneConcurrentWithPromote(t *testing.T) { forEachBackend(t, testPruneConcurrentWithPromote) }
+func TestPruneConcurrentWithPromote(t *testing.T) {
+	redistest.ForEachBackend(t, testPruneConcurrentWithPromote)
+}
 
 func testPruneConcurrentWithPromote(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := testCtx(t)

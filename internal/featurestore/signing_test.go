@@ -15,9 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mimlstream/mimlstream/internal/signing"
+	"github.com/mimlstream/mimlstream/internal/testsupport/redistest"
 )
 
-func TestSigning(t *testing.T) { forEachBackend(t, testSigning) }
+func TestSigning(t *testing.T) { redistest.ForEachBackend(t, testSigning) }
 
 // testSigning: a signing registry signs what it stores; a verifying one
 // refuses, on every read, versions that are unsigned, re-signed by another
@@ -159,7 +160,7 @@ func checksumOf(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func TestIDsSurviveReset(t *testing.T) { forEachBackend(t, testIDsSurviveReset) }
+func TestIDsSurviveReset(t *testing.T) { redistest.ForEachBackend(t, testIDsSurviveReset) }
 
 // testIDsSurviveReset: after Redis loses the registry's data, version
 // numbers start again at v1 but IDs never repeat, so an ID names one model
