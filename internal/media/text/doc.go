@@ -56,9 +56,11 @@
 // colliding terms cancel in expectation instead of adding up. A passage's
 // vector is the signed sum of its terms' counts per feature, weighted by
 // TF (raw counts, or sign(v)·(1+ln|v|)), then optionally L2-normalised.
-// The default Dim is 2^16, about the 66k features of Andrews's TREC9
-// sets: scikit-learn's 2^20 would only make every model's weights 16 times
-// larger for passages of fifty words.
+// The default Dim is 2^17: the development documents' 21,477 distinct
+// terms share a feature for 28% of them at 2^16 (about the 66k features
+// of Andrews's TREC9 sets) and 15% at 2^17, which lifts ORed-LR's passage
+// accuracy by half a point; scikit-learn's 2^20 would make every linear
+// model's weights 8 times larger again for a few collisions fewer.
 //
 // IDF is not a property of the stream: a feature's document frequency is
 // learned where a model is fitted (package tfidf: fitted on the training

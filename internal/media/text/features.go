@@ -30,9 +30,8 @@ const (
 	Log TF = "log"
 )
 
-// DefaultDim is the hashed feature dimension (2^16, about TREC9's 66k
-// features).
-const DefaultDim = 1 << 16
+// DefaultDim is the hashed feature dimension, 2^17 (see the package doc).
+const DefaultDim = 1 << 17
 
 // FeaturizerName and FeaturizerVersion identify this featurizer; the
 // version changes whenever the same settings would give other vectors.

@@ -155,7 +155,7 @@ func TestFeaturizeHandComputed(t *testing.T) {
 }
 
 // TestDefaultFeaturizer: the service's featurizer is the zero value's,
-// normalized: paragraphs, 2^16 features, log weights.
+// normalized: paragraphs, 2^17 features, log weights.
 func TestDefaultFeaturizer(t *testing.T) {
 	f := DefaultFeaturizer()
 	if f.Segmenter != Paragraphs || f.MaxWords != DefaultMaxWords || f.Window != DefaultWindow || f.Dim != DefaultDim || f.TF != Log || f.L2 {
@@ -165,7 +165,7 @@ func TestDefaultFeaturizer(t *testing.T) {
 
 func TestIdentity(t *testing.T) {
 	a, _ := Featurizer{}.Normalized()
-	want := "text-hash@1?dim=65536&hash=murmur3-32-signed&l2=false&max_words=400&segmenter=paragraphs&stem=snowball-english&stop=snowball-english&stride=25&tf=log&window=50"
+	want := "text-hash@1?dim=131072&hash=murmur3-32-signed&l2=false&max_words=400&segmenter=paragraphs&stem=snowball-english&stop=snowball-english&stride=25&tf=log&window=50"
 	if got := a.Identity().String(); got != want {
 		t.Fatalf("identity %q, want %q", got, want)
 	}

@@ -125,7 +125,7 @@ func (s *Service) ingestDocuments(ctx context.Context, path string, folder bool)
 }
 
 // defaultTextFeaturizer is the text featurizer of every door,
-// text.DefaultFeaturizer (paragraphs, long ones cut into windows; 2^16
+// text.DefaultFeaturizer (paragraphs, long ones cut into windows; 2^17
 // hashed features; log term weights), with a term cache of up to a million
 // word forms (stemming is half the cost of a cold document).
 func defaultTextFeaturizer() text.Featurizer {
