@@ -37,6 +37,10 @@ const (
 	// screenshotEnv names a file to write the page's screenshot to (the
 	// one in docs/ is made so).
 	screenshotEnv = "MIMLSTREAM_STATUS_SCREENSHOT"
+	// pageKind is the model kind the page's pipeline fits, offline and in
+	// refits: a real one, so that the page (and its screenshot in docs/)
+	// shows the quality an operator sees, not a placeholder's.
+	pageKind = "orlr"
 )
 
 // browserAndRedis stops the test unless headless Chromium and the real
@@ -91,8 +95,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	// The registry: the model served from the start, and a model of
 	// another dataset that was stored but never promoted.
-	v1 := store(t, kinds, reg, mscv2, mscv2.Bags[:100], "offline fit on the first 100 MSCV2 bags", true)
-	store(t, kinds, reg, musk1, musk1.Bags, "offline fit on musk1 (another input dimension)", false)
+	v1 := store(t, kinds, reg, pageKind, mscv2, mscv2.Bags[:100], "offline fit on the first 100 MSCV2 bags", true)
+	store(t, kinds, reg, "misvm", musk1, musk1.Bags, "offline fit on musk1 (another input dimension)", false)
 
 	env := service.Env{Stdout: &strings.Builder{}, Stderr: &syncDiscard{}}
 	acfg := annotate.DefaultConfig()
@@ -111,7 +115,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	rcfg := retrain.DefaultServeConfig()
 	rcfg.Kafka.Brokers, rcfg.Kafka.Create = brokers, false
 	rcfg.Redis.Addr, rcfg.Redis.RegistryPrefix = redisAddr, prefix+":models"
-	rcfg.Fit.Kind, rcfg.Every, rcfg.MinBags, rcfg.Listen = "dummy", 100, 40, ""
+	rcfg.Fit.Kind, rcfg.Every, rcfg.MinBags, rcfg.Listen = pageKind, 100, 40, ""
 	rcfg.Shadow = true // refits go to the annotators as shadow candidates
 	rt, err := retrain.NewServe(ctx, env, kinds, rcfg)
 	if err != nil {
@@ -200,7 +204,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("health %q, want all sources ok", h)
 	}
 	modelsText := text("#models")
-	for _, want := range []string{"dummy", "166", "offline fit on musk1", "hamming_loss"} {
+	for _, want := range []string{pageKind, "166", "offline fit on musk1", "hamming_loss"} {
 		if !strings.Contains(modelsText, want) {
 			t.Errorf("models table lacks %q:\n%s", want, modelsText)
 		}
@@ -247,7 +251,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 
 	// A promotion made now reaches the open page without a reload.
-	late := store(t, kinds, reg, mscv2, mscv2.Bags[:150], "promoted while the page was open", true)
+	late := store(t, kinds, reg, pageKind, mscv2, mscv2.Bags[:150], "promoted while the page was open", true)
 	if _, err := chromedp.Run(within(20*time.Second), chromedp.Poll[bool](fmt.Sprintf(
 		`[...document.querySelectorAll("#models tr")].some(tr => tr.cells[0].textContent === %q && tr.cells[1].textContent.includes("current"))`, late))); err != nil {
 		t.Errorf("the page never showed %s as current: %v", late, err)
@@ -276,10 +280,10 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 }
 
-// store fits the dummy kind on bags and stores it (and promotes it).
-func store(t *testing.T, kinds *models.Registry, reg *featurestore.Registry, ds *mil.Dataset, bags []mil.Bag, window string, promote bool) string {
+// store fits kind on bags and stores it (and promotes it).
+func store(t *testing.T, kinds *models.Registry, reg *featurestore.Registry, kindName string, ds *mil.Dataset, bags []mil.Bag, window string, promote bool) string {
 	t.Helper()
-	kind, err := kinds.Lookup("dummy")
+	kind, err := kinds.Lookup(kindName)
 	if err != nil {
 		t.Fatal(err)
 	}

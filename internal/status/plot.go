@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -98,16 +97,25 @@ func style(p *plot.Plot) {
 }
 
 // plainTicks are the default ticks labelled without trailing zeros
-// ("25", not "25.00").
+// ("25", not "25.00"). The default label is trimmed rather than the value
+// printed again: the value carries the step's rounding error, which the
+// shortest exact form shows ("0.0750000000000001").
 var plainTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(lo, hi)
 	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-		}
+		ts[i].Label = trimZeros(ts[i].Label)
 	}
 	return ts
 })
+
+// trimZeros drops a decimal label's trailing zeros, and its point when
+// nothing follows it.
+func trimZeros(label string) string {
+	if !strings.Contains(label, ".") || strings.ContainsAny(label, "eE") {
+		return label
+	}
+	return strings.TrimSuffix(strings.TrimRight(label, "0"), ".")
+}
 
 // timeAxis shows unix seconds as UTC clock times.
 func timeAxis(p *plot.Plot, format string) {
