@@ -72,6 +72,26 @@ func browserAndRedis(t *testing.T, name string) (redis.UniversalClient, string) 
 // their aliases, the refits, the dead letters by reason and the lag of
 // every partition, draws every plot, and picks up a promotion made after
 // it loaded without being reloaded.
+// openInChromium loads url in a headless Chromium that lives until the
+// test ends, and returns within, which bounds one browser step by d.
+func openInChromium(t *testing.T, url string) (within func(d time.Duration) context.Context) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("headless", true), chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1500, 1000))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("load the page in Chromium: %v", err)
+	}
+	return func(d time.Duration) context.Context {
+		c, cancel := context.WithTimeout(bctx, d)
+		t.Cleanup(cancel)
+		return c
+	}
+}
+
 func TestStatusPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pipeline and a browser; skipped with -short")
@@ -174,20 +194,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		return fmt.Sprintf("the annotator did not catch up, or fewer than two refits, two versions scored live and a shadow verdict: %+v", c.Snapshot())
 	})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("headless", true), chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1500, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL)); err != nil {
-		t.Fatalf("load the page in Chromium: %v", err)
-	}
-	within := func(d time.Duration) context.Context {
-		c, cancel := context.WithTimeout(bctx, d)
-		t.Cleanup(cancel)
-		return c
-	}
+	within := openInChromium(t, page.URL)
 	seq0, err := chromedp.Run(within(20*time.Second), chromedp.Poll[int](`Number(document.body.dataset.seq || 0)`))
 	if err != nil {
 		t.Fatalf("the page never rendered a status: %v", err)

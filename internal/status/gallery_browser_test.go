@@ -287,20 +287,7 @@ func TestStatusGalleryInChromium(t *testing.T) {
 		return fmt.Sprintf("the gallery holds %d of the %d annotations", len(c.Snapshot().Gallery), len(set.annotations))
 	})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("headless", true), chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1500, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL)); err != nil {
-		t.Fatalf("load the page in Chromium: %v", err)
-	}
-	within := func(d time.Duration) context.Context {
-		c, cancel := context.WithTimeout(bctx, d)
-		t.Cleanup(cancel)
-		return c
-	}
+	within := openInChromium(t, page.URL)
 	// Every photo under the root is a picture the browser decoded, at
 	// the photo's width plus the legend's.
 	type shown struct {
