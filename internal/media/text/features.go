@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
 	"github.com/twmb/murmur3"
@@ -65,6 +66,38 @@ type TermCache struct {
 	mu    sync.RWMutex
 	m     map[string]termHash
 	limit int
+	// scratch recycles the per-document buffers of the featurizers that
+	// share the cache (*scratch): allocating them anew for each document
+	// cost a fifth of a document's time, most of it in the collector.
+	scratch sync.Pool
+}
+
+// scratch is what featurizing one document needs and returns nothing of.
+type scratch struct {
+	words    []Span
+	features []feature
+	passage  []feature
+	memo     map[string]feature // cleared after each document: its keys point into it
+	key      []byte
+}
+
+// getScratch returns a scratch from c, or a new one (c may be nil).
+func (c *TermCache) getScratch() *scratch {
+	if c != nil {
+		if sc, ok := c.scratch.Get().(*scratch); ok {
+			return sc
+		}
+	}
+	return &scratch{}
+}
+
+// putScratch gives sc back to c for the next document (c may be nil).
+func (c *TermCache) putScratch(sc *scratch) {
+	if c == nil {
+		return
+	}
+	clear(sc.memo)
+	c.scratch.Put(sc)
 }
 
 // termHash is a word form's term hash; ok is false for a word with no
@@ -104,21 +137,50 @@ func (c *TermCache) Len() int {
 	return len(c.m)
 }
 
-// termOf returns word's term hash, through the cache when there is one.
-func (f Featurizer) termOf(word string) termHash {
+// termOf returns the term hash of key (a termKey), through the cache
+// when there is one.
+func (f Featurizer) termOf(key string) termHash {
 	if f.Terms != nil {
-		if t, ok := f.Terms.get(word); ok {
+		if t, ok := f.Terms.get(key); ok {
 			return t
 		}
 	}
 	var t termHash
-	if term := Term(word); term != "" {
+	if term := Term(key); term != "" {
 		t = termHash{h: int32(murmur3.StringSum32(term)), ok: true}
 	}
 	if f.Terms != nil {
-		f.Terms.put(word, t)
+		f.Terms.put(key, t)
 	}
 	return t
+}
+
+// termKey returns the form word's term is remembered under, per document
+// and in a TermCache: an ASCII word lower-cased (Term lower-cases first,
+// so "Cats" and "cats" are stemmed once), any other word as it is. Most
+// words are lower-case ASCII already and are their own key; for an ASCII
+// word with capitals, lowered is true and the key is written into *buf
+// instead, so that looking it up (m[string(*buf)]) allocates nothing.
+func termKey(word string, buf *[]byte) (key string, lowered bool) {
+	upper := false
+	for i := 0; i < len(word); i++ {
+		c := word[i]
+		if c >= utf8.RuneSelf {
+			return word, false
+		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if !upper {
+		return word, false
+	}
+	b := append((*buf)[:0], word...)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	*buf = b
+	return "", true
 }
 
 // DefaultFeaturizer returns the service's featurizer, its settings filled
@@ -233,10 +295,22 @@ func hashIndex(h int32, dim int) (idx int32, sign float64) {
 	return idx, 1
 }
 
-// hashed is a word's feature (idx < 0: none) and sign.
-type hashed struct {
-	idx  int32
-	sign float64
+// feature is a word's hashed feature and sign in one uint32: the index
+// shifted left by one, plus one when the sign is negative (indices are
+// below 2^31). Sorting features brings each index's signs together;
+// noFeature marks a word with no term.
+type feature uint32
+
+const noFeature feature = math.MaxUint32
+
+// featureOf packs the feature of a term's hash h in dimension dim.
+func featureOf(h int32, dim int) feature {
+	idx, sign := hashIndex(h, dim)
+	ft := feature(idx) << 1
+	if sign < 0 {
+		ft |= 1
+	}
+	return ft
 }
 
 // Featurize splits doc into passages and computes their vectors. An
@@ -250,12 +324,10 @@ func (f Featurizer) Featurize(doc string) (Document, error) {
 	if err := CheckUTF8(doc); err != nil {
 		return Document{}, err
 	}
-	ws := words(doc, 0, 0, make([]Word, 0, len(doc)/6))
-	spans, err := f.Segment(doc, ws)
-	if err != nil {
-		return Document{}, err
-	}
-	return f.featurize(ws, spans), nil
+	sc := f.Terms.getScratch()
+	defer f.Terms.putScratch(sc)
+	sc.words = words(doc, 0, 0, sc.words[:0])
+	return f.featurize(sc, doc, f.segment(doc, sc.words)), nil
 }
 
 // FeaturizeSpans computes the vectors of passages given by code-point
@@ -283,61 +355,91 @@ func (f Featurizer) FeaturizeSpans(doc string, cps []Span) (Document, error) {
 		}
 		spans[i] = Span{Start: sp.Start, End: sp.End, ByteStart: at[sp.Start], ByteEnd: at[sp.End]}
 	}
-	ws := words(doc, 0, 0, make([]Word, 0, len(doc)/6))
-	return f.featurize(ws, spans), nil
+	sc := f.Terms.getScratch()
+	defer f.Terms.putScratch(sc)
+	sc.words = words(doc, 0, 0, sc.words[:0])
+	return f.featurize(sc, doc, spans), nil
 }
 
-// featurize computes the vectors of spans from the words of their
-// document.
-func (f Featurizer) featurize(ws []Word, spans []Span) Document {
+// featurize computes the vectors of spans of doc from the spans of its
+// words, sc.words.
+func (f Featurizer) featurize(sc *scratch, doc string, spans []Span) Document {
 	// Each word is stemmed and hashed once, however many windows hold it,
-	// and each distinct word form once per document.
-	hs := make([]hashed, len(ws))
-	memo := make(map[string]hashed, len(ws)/2)
+	// and each distinct termKey once per document.
+	ws := sc.words
+	fs := slices.Grow(sc.features[:0], len(ws))[:len(ws)]
+	sc.features = fs
+	if sc.memo == nil {
+		sc.memo = make(map[string]feature, len(ws)/2)
+	}
+	memo := sc.memo
 	for i, w := range ws {
-		h, ok := memo[w.Text]
-		if !ok {
-			h = hashed{idx: -1}
-			if t := f.termOf(w.Text); t.ok {
-				h.idx, h.sign = hashIndex(t.h, f.Dim)
-			}
-			memo[w.Text] = h
+		key, lowered := termKey(w.Of(doc), &sc.key)
+		var ft feature
+		var ok bool
+		if lowered {
+			ft, ok = memo[string(sc.key)]
+		} else {
+			ft, ok = memo[key]
 		}
-		hs[i] = h
+		if !ok {
+			if lowered {
+				key = string(sc.key) // kept by the memo (and the cache)
+			}
+			ft = noFeature
+			if t := f.termOf(key); t.ok {
+				ft = featureOf(t.h, f.Dim)
+			}
+			memo[key] = ft
+		}
+		fs[i] = ft
 	}
 	out := Document{Passages: spans, Instances: make([]mil.SparseVec, len(spans))}
-	var buf []hashed
 	for p, sp := range spans {
 		lo := sort.Search(len(ws), func(i int) bool { return ws[i].ByteStart >= sp.ByteStart })
-		buf = buf[:0]
+		pf := sc.passage[:0]
 		for i := lo; i < len(ws) && ws[i].ByteEnd <= sp.ByteEnd; i++ {
-			if hs[i].idx >= 0 {
-				buf = append(buf, hs[i])
+			if fs[i] != noFeature {
+				pf = append(pf, fs[i])
 			}
 		}
-		out.Instances[p] = f.vector(buf)
+		sc.passage = pf
+		out.Instances[p] = f.vector(pf)
 	}
 	return out
 }
 
 // vector sums the signed terms of one passage per feature and weights
-// them. It sorts hs.
-func (f Featurizer) vector(hs []hashed) mil.SparseVec {
-	slices.SortFunc(hs, func(a, b hashed) int { return int(a.idx - b.idx) })
-	var v mil.SparseVec
-	for i := 0; i < len(hs); {
-		j, s := i, 0.0
-		for ; j < len(hs) && hs[j].idx == hs[i].idx; j++ {
-			s += hs[j].sign
+// them. It sorts fs.
+func (f Featurizer) vector(fs []feature) mil.SparseVec {
+	slices.Sort(fs)
+	n := 0 // distinct indices: the vector's length, or more if signs cancel
+	for i := range fs {
+		if i == 0 || fs[i]>>1 != fs[i-1]>>1 {
+			n++
 		}
-		if s != 0 {
+	}
+	if n == 0 {
+		return mil.SparseVec{}
+	}
+	v := mil.SparseVec{Idx: make([]int32, 0, n), Val: make([]float64, 0, n)}
+	for i := 0; i < len(fs); {
+		// The index's positive signs sort before its negative ones.
+		j, neg := i, 0
+		for ; j < len(fs) && fs[j]>>1 == fs[i]>>1; j++ {
+			neg += int(fs[j] & 1)
+		}
+		if s := float64(j - i - 2*neg); s != 0 {
 			if f.TF == Log {
 				s = math.Copysign(1+math.Log(math.Abs(s)), s)
 			}
-			v.Idx = append(v.Idx, hs[i].idx)
+			v.Idx = append(v.Idx, int32(fs[i]>>1))
 			v.Val = append(v.Val, s)
 		}
 		i = j
+	}
+	if len(v.Idx) == 0 {
+		return mil.SparseVec{} // every index's signs cancelled
 	}
 	if f.L2 {
 		normalize(v)

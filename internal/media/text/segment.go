@@ -3,6 +3,7 @@ package text
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -63,20 +64,30 @@ func Words(doc string) ([]Word, error) {
 	if err := CheckUTF8(doc); err != nil {
 		return nil, err
 	}
-	return words(doc, 0, 0, nil), nil
+	ws := words(doc, 0, 0, nil)
+	out := make([]Word, len(ws))
+	for i, sp := range ws {
+		out[i] = Word{Span: sp, Text: sp.Of(doc)}
+	}
+	return out, nil
 }
 
-// words appends the words of s, which starts at byte b0 and code point c0
-// of its document, to out.
-func words(s string, b0, c0 int, out []Word) []Word {
+// words appends the spans of the words of s, which starts at byte b0 and
+// code point c0 of its document, to out. The inner loops keep words as
+// spans, without their text: a slice without pointers is cheaper to
+// allocate, fill and collect.
+func words(s string, b0, c0 int, out []Span) []Span {
 	if isASCII(s) {
-		return asciiWords(s, b0, c0, out)
+		// Room for a word every 4 bytes: English averages one every 6
+		// or 7 (words and the spaces and punctuation between them), and
+		// growing the slice as it fills costs more than the spare room.
+		return asciiWords(s, b0, c0, slices.Grow(out, len(s)/4))
 	}
-	return unisegWords(s, b0, c0, out)
+	return unisegWords(s, b0, c0, slices.Grow(out, len(s)/6))
 }
 
 // unisegWords is words by uniseg's UAX #29 word segmentation.
-func unisegWords(s string, b0, c0 int, out []Word) []Word {
+func unisegWords(s string, b0, c0 int, out []Span) []Span {
 	state := -1
 	b, c := b0, c0
 	for len(s) > 0 {
@@ -91,7 +102,7 @@ func unisegWords(s string, b0, c0 int, out []Word) []Word {
 				// starts or ends with white space here.
 				sp = trimText(w, sp)
 			}
-			out = append(out, Word{Span: sp, Text: w[sp.ByteStart-b : sp.ByteEnd-b]})
+			out = append(out, sp)
 		}
 		b += len(w)
 		c += n
@@ -108,13 +119,26 @@ func unisegWords(s string, b0, c0 int, out []Word) []Word {
 // [A-Za-z0-9_] (WB5, WB8-10, WB13a-b), continued across one : . ' between
 // two letters (WB6-7) or one , ; . ' between two digits (WB11-12).
 // TestASCIIWordsMatchUniseg holds it to uniseg.
-func asciiWords(s string, b0, c0 int, out []Word) []Word {
-	for i := 0; i < len(s); {
+func asciiWords(s string, b0, c0 int, out []Span) []Span {
+	for i := 0; ; {
+		start, end := nextASCIIWord(s, i)
+		if start == end {
+			return out
+		}
+		out = append(out, Span{Start: c0 + start, End: c0 + end, ByteStart: b0 + start, ByteEnd: b0 + end})
+		i = end
+	}
+}
+
+// nextASCIIWord returns the first word of the ASCII s at or after byte i,
+// by asciiWords' rules, as s[start:end]; start == end when there is none.
+func nextASCIIWord(s string, i int) (start, end int) {
+	for i < len(s) {
 		if !wordByte(s[i]) {
 			i++
 			continue
 		}
-		start := i
+		start = i
 		for i < len(s) {
 			c := s[i]
 			if wordByte(c) {
@@ -131,12 +155,11 @@ func asciiWords(s string, b0, c0 int, out []Word) []Word {
 			}
 			break
 		}
-		w := s[start:i]
-		if isWord(w) {
-			out = append(out, Word{Span: Span{Start: c0 + start, End: c0 + i, ByteStart: b0 + start, ByteEnd: b0 + i}, Text: w})
+		if isWord(s[start:i]) {
+			return start, i
 		}
 	}
-	return out
+	return len(s), len(s)
 }
 
 func wordByte(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' }
@@ -277,14 +300,27 @@ func (s Segmentation) Segment(doc string, ws []Word) ([]Span, error) {
 	if err := CheckUTF8(doc); err != nil {
 		return nil, err
 	}
+	var spans []Span
+	if ws != nil {
+		spans = make([]Span, len(ws))
+		for i, w := range ws {
+			spans[i] = w.Span
+		}
+	}
+	return s.segment(doc, spans), nil
+}
+
+// segment is Segment for a Normalized s, a valid doc and its words' spans
+// ws (nil: computed when needed).
+func (s Segmentation) segment(doc string, ws []Span) []Span {
 	if s.Segmenter == Sentences {
-		return sentences(doc), nil
+		return sentences(doc)
 	}
 	if ws == nil {
 		ws = words(doc, 0, 0, nil)
 	}
 	if s.Segmenter == Windows {
-		return windows(ws, s.Window, s.Stride), nil
+		return windows(ws, s.Window, s.Stride)
 	}
 	ps := paragraphs(doc, nil)
 	out := make([]Span, 0, len(ps))
@@ -298,7 +334,7 @@ func (s Segmentation) Segment(doc string, ws []Word) ([]Span, error) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // paragraphs appends doc's paragraphs to out.
@@ -377,7 +413,7 @@ func sentences(doc string) []Span {
 }
 
 // windows returns the runs of window words starting every stride words.
-func windows(ws []Word, window, stride int) []Span {
+func windows(ws []Span, window, stride int) []Span {
 	var out []Span
 	for i := 0; i < len(ws); i += stride {
 		j := min(i+window, len(ws)) - 1

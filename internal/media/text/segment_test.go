@@ -123,9 +123,9 @@ func windowsRef(n, window, stride int) [][2]int {
 
 func TestWindowsMatchReference(t *testing.T) {
 	for n := 0; n <= 130; n++ {
-		ws := make([]Word, n)
+		ws := make([]Span, n)
 		for i := range ws {
-			ws[i] = Word{Span: Span{Start: 10 * i, End: 10*i + 3, ByteStart: 10 * i, ByteEnd: 10*i + 3}}
+			ws[i] = Span{Start: 10 * i, End: 10*i + 3, ByteStart: 10 * i, ByteEnd: 10*i + 3}
 		}
 		for _, ps := range [][2]int{{50, 25}, {4, 2}, {3, 3}, {5, 1}} {
 			got := windows(ws, ps[0], ps[1])
