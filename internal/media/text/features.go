@@ -63,8 +63,12 @@ type Featurizer struct {
 // TermCache maps word forms to their hashed terms, up to a bound. Safe for
 // concurrent use.
 type TermCache struct {
-	mu    sync.RWMutex
-	m     map[string]termHash
+	mu sync.RWMutex
+	// Words of up to 15 bytes, nearly all, are keyed by their bytes in
+	// the map's own slots: no string to allocate, nor to fetch from
+	// elsewhere in memory to compare.
+	short map[shortKey]termHash
+	long  map[string]termHash
 	limit int
 	// scratch recycles the per-document buffers of the featurizers that
 	// share the cache (*scratch): allocating them anew for each document
@@ -76,7 +80,7 @@ type TermCache struct {
 type scratch struct {
 	words    []Span
 	features []feature
-	passage  []feature
+	passage  []feature          // one passage's features
 	memo     map[string]feature // cleared after each document: its keys point into it
 	key      []byte
 }
@@ -107,25 +111,48 @@ type termHash struct {
 	ok bool
 }
 
+// shortKey is a word of up to 15 bytes: its length, then its bytes.
+type shortKey [16]byte
+
+// toShortKey returns word's shortKey, or false when it is too long.
+func toShortKey(word string) (k shortKey, ok bool) {
+	if len(word) >= len(k) {
+		return k, false
+	}
+	k[0] = byte(len(word))
+	copy(k[1:], word)
+	return k, true
+}
+
 // NewTermCache returns a cache of up to limit word forms (a few hundred
 // thousand cover a language's working vocabulary; each costs the word and
 // about 40 bytes). Once full it stops adding: no eviction, so no word's
 // lookup cost depends on the order of documents.
 func NewTermCache(limit int) *TermCache {
-	return &TermCache{m: make(map[string]termHash), limit: limit}
+	return &TermCache{short: make(map[shortKey]termHash), long: make(map[string]termHash), limit: limit}
 }
 
-func (c *TermCache) get(word string) (termHash, bool) {
+func (c *TermCache) get(word string) (t termHash, ok bool) {
+	k, short := toShortKey(word)
 	c.mu.RLock()
-	t, ok := c.m[word]
+	if short {
+		t, ok = c.short[k]
+	} else {
+		t, ok = c.long[word]
+	}
 	c.mu.RUnlock()
 	return t, ok
 }
 
 func (c *TermCache) put(word string, t termHash) {
+	k, short := toShortKey(word)
 	c.mu.Lock()
-	if len(c.m) < c.limit {
-		c.m[strings.Clone(word)] = t
+	switch {
+	case len(c.short)+len(c.long) >= c.limit:
+	case short:
+		c.short[k] = t
+	default:
+		c.long[strings.Clone(word)] = t
 	}
 	c.mu.Unlock()
 }
@@ -134,7 +161,7 @@ func (c *TermCache) put(word string, t termHash) {
 func (c *TermCache) Len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return len(c.m)
+	return len(c.short) + len(c.long)
 }
 
 // termOf returns the term hash of key (a termKey), through the cache
@@ -303,8 +330,8 @@ type feature uint32
 
 const noFeature feature = math.MaxUint32
 
-// featureOf packs the feature of a term's hash h in dimension dim.
-func featureOf(h int32, dim int) feature {
+// packFeature packs the feature of a term's hash h in dimension dim.
+func packFeature(h int32, dim int) feature {
 	idx, sign := hashIndex(h, dim)
 	ft := feature(idx) << 1
 	if sign < 0 {
@@ -386,10 +413,7 @@ func (f Featurizer) featurize(sc *scratch, doc string, spans []Span) Document {
 			if lowered {
 				key = string(sc.key) // kept by the memo (and the cache)
 			}
-			ft = noFeature
-			if t := f.termOf(key); t.ok {
-				ft = featureOf(t.h, f.Dim)
-			}
+			ft = f.featureOf(key)
 			memo[key] = ft
 		}
 		fs[i] = ft
@@ -404,25 +428,54 @@ func (f Featurizer) featurize(sc *scratch, doc string, spans []Span) Document {
 			}
 		}
 		sc.passage = pf
-		out.Instances[p] = f.vector(pf)
+		slices.Sort(pf)
+		n := distinctIndices(pf)
+		if n == 0 {
+			continue
+		}
+		idx, val := make([]int32, n), make([]float64, n)
+		if n = f.weigh(pf, idx, val); n > 0 { // 0: every index's signs cancelled
+			v := mil.SparseVec{Idx: idx[:n], Val: val[:n]}
+			if f.L2 {
+				normalize(v)
+			}
+			out.Instances[p] = v
+		}
 	}
 	return out
 }
 
-// vector sums the signed terms of one passage per feature and weights
-// them. It sorts fs.
-func (f Featurizer) vector(fs []feature) mil.SparseVec {
-	slices.Sort(fs)
-	n := 0 // distinct indices: the vector's length, or more if signs cancel
+// distinctIndices returns the number of distinct indices in the sorted
+// fs: the most entries its vector can have.
+func distinctIndices(fs []feature) int {
+	n := 0
 	for i := range fs {
 		if i == 0 || fs[i]>>1 != fs[i-1]>>1 {
 			n++
 		}
 	}
-	if n == 0 {
-		return mil.SparseVec{}
+	return n
+}
+
+// featureOf returns the feature of key, a termKey.
+func (f Featurizer) featureOf(key string) feature {
+	if isASCII(key) && (len(key) < 2 || english.IsStopWord(key)) {
+		// No term, as Term finds, and known without asking the cache:
+		// a stop word is among the first words of nearly every document.
+		return noFeature
 	}
-	v := mil.SparseVec{Idx: make([]int32, 0, n), Val: make([]float64, 0, n)}
+	if t := f.termOf(key); t.ok {
+		return packFeature(t.h, f.Dim)
+	}
+	return noFeature
+}
+
+// weigh sums the signs of each index of the sorted fs (one passage's
+// features) and writes the indices whose sum is not zero, and their
+// weights, to idx and val, which have room for distinctIndices(fs); it
+// returns how many it wrote.
+func (f Featurizer) weigh(fs []feature, idx []int32, val []float64) int {
+	n := 0
 	for i := 0; i < len(fs); {
 		// The index's positive signs sort before its negative ones.
 		j, neg := i, 0
@@ -433,18 +486,12 @@ func (f Featurizer) vector(fs []feature) mil.SparseVec {
 			if f.TF == Log {
 				s = math.Copysign(1+math.Log(math.Abs(s)), s)
 			}
-			v.Idx = append(v.Idx, int32(fs[i]>>1))
-			v.Val = append(v.Val, s)
+			idx[n], val[n] = int32(fs[i]>>1), s
+			n++
 		}
 		i = j
 	}
-	if len(v.Idx) == 0 {
-		return mil.SparseVec{} // every index's signs cancelled
-	}
-	if f.L2 {
-		normalize(v)
-	}
-	return v
+	return n
 }
 
 // normalize scales v to unit L2 norm (a zero vector stays zero).

@@ -86,7 +86,7 @@ func featurizeRef(f Featurizer, doc string) (Document, error) {
 }
 
 // englishWords mixes stop words, inflections that stem alike, capitals,
-// numbers, apostrophes, and words that are not ASCII.
+// numbers, apostrophes, words that are not ASCII, and long words.
 var englishWords = []string{
 	"the", "The", "THE", "a", "A", "I", "of", "and", "to", "in", "is", "it", "that", "was", "for", "on",
 	"ourselves", "Ourselves", "cat", "cats", "Cats", "CATS", "run", "runs", "running", "Running", "runner",
@@ -97,6 +97,9 @@ var englishWords = []string{
 	"don't", "Don't", "isn't", "cats'", "3.14", "1,000", "2026", "x", "y", "e.g", "U.S.A", "a:b",
 	"user_name", "___", "Yes", "yes", "YES", "Mac", "mac", "Windows", "windows", "crypto", "Crypto",
 	"Ünïcödé", "café", "CAFÉ", "cafe\u0301", "naïve", "Naïve", "résumé", "日本", "Ωmega", "straße",
+	// Past the term cache's 15-byte keys, around them, and in capitals.
+	"internationalization", "Internationalizations", "antidisestablishmentarianism", "Überinternationalisierung",
+	"characterization", "characterizations", "responsibilities", "abcdefghijklmno", "ABCDEFGHIJKLMNOP",
 }
 
 // separators joins words as text does, with blank lines between
