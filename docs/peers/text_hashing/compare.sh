@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Documents per second per core: ours (BenchmarkDocuments: passages, and
-# passages with their hashed vectors, per segmenter) beside scikit-learn's
-# HashingVectorizer (PyPI, installed into a virtual environment at run time,
-# never copied into the repository) on the same 1,000 documents of the text
-# development set, in the same run, both pinned to one core.
+# Documents per CPU second on one core: ours (BenchmarkDocuments: passages,
+# and passages with their hashed vectors, per segmenter, with no term cache,
+# with a new empty one per pass over the documents, and with a warm one)
+# beside scikit-learn's HashingVectorizer (PyPI, installed into a virtual
+# environment at run time, never copied into the repository) on the same
+# 1,000 documents of the text development set, in the same run, both pinned
+# to one core.
 #
 #   docs/peers/text_hashing/compare.sh
 #   MIMLSTREAM_TEXT_DEV=PATH  docs.jsonl (default ../shared/data/media/text_dev/docs.jsonl)
@@ -12,11 +14,11 @@
 #
 # The two sides do not do the same work: scikit-learn's vectorizer has no
 # stemmer, a regular-expression tokenizer instead of UAX #29 words, and no
-# offsets; its "windows" cases rebuild Andrews's passages from its own
-# tokens in Python before vectorizing them (counted in its time, as our
-# segmentation is in ours). Ours is timed by go test -bench (wall clock of
-# one goroutine, GOMAXPROCS=1), scikit-learn's by time.process_time (CPU),
-# so a loaded machine can only slow our side.
+# offsets; its "paragraphs" and "windows" cases cut the documents in Python
+# first (counted in its time, as our segmentation is in ours). Both sides
+# are timed in process CPU time (ours: the benchmark's docs/cpu-s from
+# getrusage; scikit-learn's: time.process_time, the best of 5 rounds), which
+# other processes on a shared machine disturb less than the wall clock.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
