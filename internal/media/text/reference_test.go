@@ -136,7 +136,8 @@ func referenceSettings() []Featurizer {
 }
 
 // checkAgainstReference featurizes doc with f and with f sharing cache,
-// and fails unless both equal featurizeRef's Document.
+// by its segmenter and by the spans of its passages, and fails unless
+// each equals featurizeRef's Document.
 func checkAgainstReference(t testing.TB, f Featurizer, cache *TermCache, doc string) {
 	t.Helper()
 	want, werr := featurizeRef(f, doc)
@@ -147,6 +148,17 @@ func checkAgainstReference(t testing.TB, f Featurizer, cache *TermCache, doc str
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%+v (cache %t) %q:\n got %+v\nwant %+v", f, g.Terms != nil, doc, got, want)
+		}
+		if werr != nil || len(want.Passages) == 0 {
+			continue // FeaturizeSpans of no spans gives empty slices, not nil
+		}
+		// The same passages given by their code points.
+		cps := make([]Span, len(want.Passages))
+		for i, p := range want.Passages {
+			cps[i] = Span{Start: p.Start, End: p.End}
+		}
+		if got, err := g.FeaturizeSpans(doc, cps); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%+v (cache %t) %q: FeaturizeSpans %+v, %v\nwant %+v", f, g.Terms != nil, doc, got, err, want)
 		}
 	}
 }
