@@ -167,9 +167,6 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 			return err
 		}
 		data, cfg.InstanceScore = set.Data, set.InstanceScore
-		if k == mediaset.Documents && !strings.HasSuffix(kind.Name, tfidf.Suffix) {
-			kind = tfidf.Weighted(kind)
-		}
 	} else if data, split, err = loadData(f.data, f.split); err != nil {
 		return err
 	}
@@ -276,6 +273,11 @@ func (f *evalFlags) config(reg *models.Registry) (eval.Config, models.Kind, erro
 	kind, err := lookupKind(reg, f.model)
 	if err != nil {
 		return cfg, kind, err
+	}
+	if mediaset.KindOf(f.data) == mediaset.Documents && !strings.HasSuffix(kind.Name, tfidf.Suffix) {
+		// Documents are fitted as the retrainer fits them: the kind's
+		// IDF-weighted form, whose keys the parameters are checked against.
+		kind = tfidf.Weighted(kind)
 	}
 	mode, err := models.ParseMode(f.mode)
 	if err != nil {

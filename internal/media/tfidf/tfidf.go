@@ -1,7 +1,9 @@
 // Package tfidf holds the model side of text features: the IDF of hashed
 // features, learned from the passages a model is fitted on and stored in
 // the model (Weighted wraps any kind so), so that the stream that
-// featurizes documents (package text) keeps no vocabulary state. It is
+// featurizes documents (package text) keeps no vocabulary state; and, for
+// a kind with no sparse path, the latent semantic basis (Basis) of those
+// passages it is fitted on instead of 2^17 densified features. It is
 // apart from package text because ingest, which featurizes, must not link
 // the models.
 package tfidf
@@ -11,7 +13,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mimlstream/mimlstream/internal/media"
@@ -124,16 +128,28 @@ const (
 // fitted on, and the stream that featurizes documents holds no vocabulary
 // state. Bags are a text featurizer's sparse passages; dense bags are
 // read as sparse.
+//
+// A kind with no sparse path (Kind.Sparse false) is fitted on the
+// passages' coordinates in a latent semantic basis (Basis, ParamRank
+// dimensions) learned from the same weighted training passages and stored
+// beside the IDF, not on the densified hashed features.
 func Weighted(inner models.Kind) models.Kind {
+	reduce := !inner.Sparse
 	// As a registry serves it: the inner kind densifies for itself when it
 	// has no sparse path.
 	inner = models.Wrap(inner)
 	k := inner
 	k.Name = inner.Name + Suffix
 	k.Description = inner.Description + ", on passages weighted by the IDF of its training passages"
+	if reduce {
+		k.Description += " and projected on their latent semantic basis"
+	}
 	k.Sparse = true
 	if inner.Params != nil {
 		k.Params = append(slices.Clone(inner.Params), Params()...)
+		if reduce {
+			k.Params = append(k.Params, RankParam())
+		}
 	}
 	if inner.EmptyLabelSets != nil {
 		k.EmptyLabelSets = func(p models.Params) (bool, error) { return inner.EmptyLabelSets(innerParams(p)) }
@@ -143,7 +159,25 @@ func Weighted(inner models.Kind) models.Kind {
 		if err != nil {
 			return nil, err
 		}
-		w := weightedModel{name: k.Name, inner: inner, idf: FitIDF(train.Bags), useIDF: idf, l2: l2, params: opt.Params}
+		w := weightedModel{name: k.Name, inner: inner, idf: FitIDF(train.Bags), useIDF: idf, l2: l2, params: opt.Params, dim: train.Dim}
+		if reduce {
+			rank, err := opt.Params.Int(ParamRank, DefaultRank)
+			if err != nil {
+				return nil, err
+			}
+			if rank < 1 {
+				return nil, fmt.Errorf("%w: %s=%d, want at least 1", models.ErrBadInput, ParamRank, rank)
+			}
+			var xs []mil.SparseVec
+			for _, b := range w.transform(train).Bags {
+				xs = append(xs, b.Sparse...)
+			}
+			basis, err := FitBasis(ctx, xs, rank, rand.New(rand.NewPCG(uint64(opt.Seed), 0x6c7361)))
+			if err != nil {
+				return nil, fmt.Errorf("%s fit: %w", k.Name, err)
+			}
+			w.basis = &basis
+		}
 		opt.Params = innerParams(opt.Params)
 		if opt.Warm != nil {
 			if wm, ok := opt.Warm.(*weightedModel); ok {
@@ -164,11 +198,21 @@ func Weighted(inner models.Kind) models.Kind {
 		if err := json.Unmarshal(state, &s); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", k.Name, err)
 		}
+		if s.Basis != nil {
+			if err := s.Basis.validate(); err != nil {
+				return nil, fmt.Errorf("decode %s: %w", k.Name, err)
+			}
+		}
 		im, err := inner.Decode(s.InnerMeta, s.Inner)
 		if err != nil {
 			return nil, err
 		}
-		return &weightedModel{name: k.Name, inner: inner, idf: s.IDF, useIDF: s.UseIDF, l2: s.L2, params: meta.Params, model: im}, nil
+		dim := s.Dim
+		if dim == 0 { // a model saved before the basis: its inner model's
+			dim = s.InnerMeta.Dim
+		}
+		return &weightedModel{name: k.Name, inner: inner, idf: s.IDF, useIDF: s.UseIDF, l2: s.L2, params: meta.Params,
+			model: im, basis: s.Basis, dim: dim}, nil
 	}
 	return k
 }
@@ -179,6 +223,20 @@ func Params() []models.ParamSpec {
 		{Name: ParamIDF, Type: models.ParamBool, Default: "true", Doc: "weight hashed terms by the IDF of the training passages"},
 		{Name: ParamL2, Type: models.ParamBool, Default: "true", Doc: "L2-normalise each passage after weighting"},
 	}
+}
+
+// ParamRank is the dimension of the latent semantic basis a kind with no
+// sparse path is fitted on, DefaultRank when not given.
+const (
+	ParamRank   = "text_rank"
+	DefaultRank = 300
+)
+
+// RankParam declares ParamRank, the key Weighted adds to a kind with no
+// sparse path.
+func RankParam() models.ParamSpec {
+	return models.ParamSpec{Name: ParamRank, Type: models.ParamInt, Default: strconv.Itoa(DefaultRank), Range: ">= 1",
+		Doc: "kinds without a sparse path: dimensions of the latent semantic basis (truncated SVD of the weighted training passages) they are fitted on"}
 }
 
 func weighting(p models.Params) (idf, l2 bool, err error) {
@@ -193,7 +251,7 @@ func weighting(p models.Params) (idf, l2 bool, err error) {
 func innerParams(p models.Params) models.Params {
 	out := models.Params{}
 	for k, v := range p {
-		if k != ParamIDF && k != ParamL2 {
+		if k != ParamIDF && k != ParamL2 && k != ParamRank {
 			out[k] = v
 		}
 	}
@@ -209,6 +267,10 @@ type weightedModel struct {
 	l2     bool
 	params models.Params
 	model  models.Model
+	// basis, when set, maps the weighted passages to the dense
+	// coordinates the inner model takes; dim is the passages' own.
+	basis *Basis
+	dim   int
 }
 
 var _ models.Model = (*weightedModel)(nil)
@@ -217,6 +279,8 @@ type weightedState struct {
 	IDF       IDF             `json:"idf"`
 	UseIDF    bool            `json:"use_idf"`
 	L2        bool            `json:"l2"`
+	Basis     *Basis          `json:"basis,omitempty"`
+	Dim       int             `json:"dim,omitempty"`
 	InnerMeta models.Meta     `json:"inner_meta"`
 	Inner     json.RawMessage `json:"inner"`
 }
@@ -225,6 +289,7 @@ func (w *weightedModel) Meta() models.Meta {
 	m := w.model.Meta()
 	m.Kind = w.name
 	m.Params = w.params
+	m.Dim = w.dim
 	return m
 }
 
@@ -233,25 +298,34 @@ func (w *weightedModel) MarshalState() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(weightedState{IDF: w.idf, UseIDF: w.useIDF, L2: w.l2, InnerMeta: w.model.Meta(), Inner: inner})
+	return json.Marshal(weightedState{IDF: w.idf, UseIDF: w.useIDF, L2: w.l2, InnerMeta: w.model.Meta(), Basis: w.basis, Dim: w.dim, Inner: inner})
 }
 
 func (w *weightedModel) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (models.Annotation, error) {
-	dim := w.model.Meta().Dim
-	if err := b.Validate(dim, 0); err != nil {
+	if err := b.Validate(w.dim, 0); err != nil {
 		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
 	}
 	c := *b
-	c.Sparse, c.Instances = w.weigh(sparseOf(b)), nil
+	w.reweigh(&c)
 	return w.model.Annotate(ctx, &c, mode)
 }
 
-func (w *weightedModel) weigh(vs []mil.SparseVec) []mil.SparseVec {
-	out := make([]mil.SparseVec, len(vs))
+// reweigh replaces b's instances (b is a copy) by their weighted form, and
+// with a basis by their coordinates in it.
+func (w *weightedModel) reweigh(b *mil.Bag) {
+	vs := sparseOf(b)
+	ws := make([]mil.SparseVec, len(vs))
 	for i, v := range vs {
-		out[i] = w.idf.Apply(v, w.useIDF, w.l2)
+		ws[i] = w.idf.Apply(v, w.useIDF, w.l2)
 	}
-	return out
+	if w.basis == nil {
+		b.Sparse, b.Instances = ws, nil
+		return
+	}
+	b.Instances, b.Sparse = make([][]float64, len(ws)), nil
+	for i, v := range ws {
+		b.Instances[i] = w.basis.Project(v)
+	}
 }
 
 // sparseOf returns b's instances in sparse form: a text featurizer's bags
@@ -268,11 +342,15 @@ func sparseOf(b *mil.Bag) []mil.SparseVec {
 	return out
 }
 
-// transform returns d with every passage weighted (bags copied).
+// transform returns d as the inner kind takes it: every passage weighted,
+// and with a basis its coordinates (bags copied).
 func (w *weightedModel) transform(d *mil.Dataset) *mil.Dataset {
 	out := &mil.Dataset{Name: d.Name, Classes: d.Classes, Dim: d.Dim, Bags: make([]mil.Bag, len(d.Bags))}
+	if w.basis != nil {
+		out.Dim = w.basis.Rank
+	}
 	for i, b := range d.Bags {
-		b.Sparse, b.Instances = w.weigh(sparseOf(&b)), nil
+		w.reweigh(&b)
 		out.Bags[i] = b
 	}
 	return out

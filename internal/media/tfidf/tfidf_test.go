@@ -10,6 +10,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/baseline"
+	"github.com/mimlstream/mimlstream/internal/models/mimlca"
 )
 
 // TestIDFHandComputed: three passages; feature 1 in all three, 4 in one,
@@ -76,16 +77,36 @@ func TestWeightedRoundTrip(t *testing.T) {
 		}
 		d.Bags = append(d.Bags, b)
 	}
-	kind := Weighted(baseline.SLRKind())
+	for _, tc := range []struct {
+		inner  models.Kind
+		params models.Params
+		rank   int // of the basis; 0: none
+	}{
+		{baseline.SLRKind(), models.Params{"iters": "50", "l2": "0.01"}, 0},
+		// No sparse path: fitted on a latent semantic basis.
+		{mimlca.Kind(), models.Params{"select": "none", ParamRank: "3"}, 3},
+	} {
+		t.Run(tc.inner.Name, func(t *testing.T) { testWeightedRoundTrip(t, d, tc.inner, tc.params, tc.rank) })
+	}
+}
+
+func testWeightedRoundTrip(t *testing.T, d *mil.Dataset, inner models.Kind, params models.Params, rank int) {
+	kind := Weighted(inner)
 	reg := models.NewRegistry(kind)
 	ctx := context.Background()
 	m, err := reg.Lookup(kind.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := m.Fit(ctx, d, models.FitOptions{Params: models.Params{"iters": "50", "l2": "0.01"}})
+	model, err := m.Fit(ctx, d, models.FitOptions{Params: params})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := model.Meta().Dim; got != d.Dim {
+		t.Fatalf("model dimension %d, want the passages' %d", got, d.Dim)
+	}
+	if wm := models.Unwrap(model).(*weightedModel); rank == 0 && wm.basis != nil || rank > 0 && (wm.basis == nil || wm.basis.Rank != rank) {
+		t.Fatalf("basis %+v, want rank %d", wm.basis, rank)
 	}
 	blob, err := models.Encode(model)
 	if err != nil {

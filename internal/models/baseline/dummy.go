@@ -16,7 +16,9 @@ func DummyKind() models.Kind {
 		Name:          "dummy",
 		Description:   "most common training class for every instance; bag scores are training label frequencies (lower bound, Pham et al. 2017)",
 		InstanceLevel: true,
-		Params:        []models.ParamSpec{}, // none: the counts have nothing to tune
+		// It reads no feature, so a sparse bag is as good as a dense one.
+		Sparse: true,
+		Params: []models.ParamSpec{}, // none: the counts have nothing to tune
 		Fit: func(ctx context.Context, d *mil.Dataset, o models.FitOptions) (models.Model, error) {
 			return FitDummy(ctx, d, o)
 		},
@@ -149,12 +151,12 @@ func (m *Dummy) Annotate(ctx context.Context, b *mil.Bag, mode models.Mode) (mod
 		bagScores = keep
 	}
 	a := models.Annotation{
-		InstanceLabels: make([]int, len(b.Instances)),
-		InstanceScores: make([][]float64, len(b.Instances)),
+		InstanceLabels: make([]int, b.Len()),
+		InstanceScores: make([][]float64, b.Len()),
 		BagLabels:      []int{y},
 		BagScores:      bagScores,
 	}
-	for i := range b.Instances {
+	for i := range b.Len() {
 		a.InstanceLabels[i] = y
 		a.InstanceScores[i] = append([]float64(nil), scores...)
 	}

@@ -26,15 +26,21 @@ const weightedSection = "KIND" + tfidf.Suffix
 func paramTables() string {
 	reg := catalog.New()
 	var b strings.Builder
+	var dense []string
 	for _, name := range reg.Names() {
 		if strings.HasSuffix(name, tfidf.Suffix) {
 			continue
 		}
 		k, _ := reg.Lookup(name)
 		b.WriteString("\n### `" + name + "`\n\n" + k.Description + "\n\n" + models.MarkdownTable(k.Params))
+		if !k.Sparse {
+			dense = append(dense, "`"+name+"`")
+		}
 	}
 	b.WriteString("\n### `" + weightedSection + "`\n\nEvery kind above, fitted on documents' passages weighted by the IDF of its training passages (kept in the model): " +
-		"the kind the retrainer fits on bags of the text featurizer. Its keys are the inner kind's and these:\n\n" + models.MarkdownTable(tfidf.Params()))
+		"the kind the retrainer fits on bags of the text featurizer. Its keys are the inner kind's and these:\n\n" + models.MarkdownTable(tfidf.Params()) +
+		"\nThe kinds without a sparse path (" + strings.Join(dense, ", ") + ") are fitted on the passages' coordinates in a latent semantic basis " +
+		"learned from the same weighted passages and kept in the model too, and take one more key:\n\n" + models.MarkdownTable([]models.ParamSpec{tfidf.RankParam()}))
 	return b.String() + "\n"
 }
 
