@@ -92,6 +92,12 @@ func Build(ctx context.Context, entries []text.Entry, opt Options) (*Corpus, err
 	if err != nil {
 		return nil, err
 	}
+	if f.Terms == nil {
+		// A corpus's documents share most of their words: stem each
+		// word form once for all of them, as ingest does (no vector
+		// changes: text.TestFeaturizeMatchesReference).
+		f.Terms = text.NewTermCache(1 << 20)
+	}
 	classes, workers := opt.Classes, opt.Workers
 	if classes == nil {
 		set := map[string]bool{}
