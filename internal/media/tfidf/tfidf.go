@@ -129,27 +129,28 @@ const (
 // state. Bags are a text featurizer's sparse passages; dense bags are
 // read as sparse.
 //
-// A kind with no sparse path (Kind.Sparse false) is fitted on the
-// passages' coordinates in a latent semantic basis (Basis, ParamRank
-// dimensions) learned from the same weighted training passages and stored
-// beside the IDF, not on the densified hashed features.
+// With ParamRank above 0 the inner kind is fitted on the passages'
+// coordinates in a latent semantic basis (Basis) learned from the same
+// weighted training passages and stored beside the IDF: the default for a
+// kind with no sparse path (Kind.Sparse false), which would otherwise get
+// the hashed features densified, and a choice for the others.
 func Weighted(inner models.Kind) models.Kind {
-	reduce := !inner.Sparse
+	defaultRank := 0
+	if !inner.Sparse {
+		defaultRank = DefaultRank
+	}
 	// As a registry serves it: the inner kind densifies for itself when it
 	// has no sparse path.
 	inner = models.Wrap(inner)
 	k := inner
 	k.Name = inner.Name + Suffix
 	k.Description = inner.Description + ", on passages weighted by the IDF of its training passages"
-	if reduce {
+	if defaultRank > 0 {
 		k.Description += " and projected on their latent semantic basis"
 	}
 	k.Sparse = true
 	if inner.Params != nil {
 		k.Params = append(slices.Clone(inner.Params), Params()...)
-		if reduce {
-			k.Params = append(k.Params, RankParam())
-		}
 	}
 	if inner.EmptyLabelSets != nil {
 		k.EmptyLabelSets = func(p models.Params) (bool, error) { return inner.EmptyLabelSets(innerParams(p)) }
@@ -160,14 +161,14 @@ func Weighted(inner models.Kind) models.Kind {
 			return nil, err
 		}
 		w := weightedModel{name: k.Name, inner: inner, idf: FitIDF(train.Bags), useIDF: idf, l2: l2, params: opt.Params, dim: train.Dim}
-		if reduce {
-			rank, err := opt.Params.Int(ParamRank, DefaultRank)
-			if err != nil {
-				return nil, err
-			}
-			if rank < 1 {
-				return nil, fmt.Errorf("%w: %s=%d, want at least 1", models.ErrBadInput, ParamRank, rank)
-			}
+		rank, err := opt.Params.Int(ParamRank, defaultRank)
+		if err != nil {
+			return nil, err
+		}
+		if rank < 0 {
+			return nil, fmt.Errorf("%w: %s=%d, want at least 0", models.ErrBadInput, ParamRank, rank)
+		}
+		if rank > 0 {
 			var xs []mil.SparseVec
 			for _, b := range w.transform(train).Bags {
 				xs = append(xs, b.Sparse...)
@@ -222,22 +223,18 @@ func Params() []models.ParamSpec {
 	return []models.ParamSpec{
 		{Name: ParamIDF, Type: models.ParamBool, Default: "true", Doc: "weight hashed terms by the IDF of the training passages"},
 		{Name: ParamL2, Type: models.ParamBool, Default: "true", Doc: "L2-normalise each passage after weighting"},
+		{Name: ParamRank, Type: models.ParamInt, Range: ">= 0",
+			Doc: "dimensions of the latent semantic basis (truncated SVD of the weighted training passages) the kind is fitted on; 0: the weighted passages themselves (default: " +
+				strconv.Itoa(DefaultRank) + " for a kind without a sparse path, 0 otherwise)"},
 	}
 }
 
-// ParamRank is the dimension of the latent semantic basis a kind with no
-// sparse path is fitted on, DefaultRank when not given.
+// ParamRank is the dimension of the latent semantic basis a Weighted kind
+// is fitted on; DefaultRank is its default for a kind with no sparse path.
 const (
 	ParamRank   = "text_rank"
 	DefaultRank = 300
 )
-
-// RankParam declares ParamRank, the key Weighted adds to a kind with no
-// sparse path.
-func RankParam() models.ParamSpec {
-	return models.ParamSpec{Name: ParamRank, Type: models.ParamInt, Default: strconv.Itoa(DefaultRank), Range: ">= 1",
-		Doc: "kinds without a sparse path: dimensions of the latent semantic basis (truncated SVD of the weighted training passages) they are fitted on"}
-}
 
 func weighting(p models.Params) (idf, l2 bool, err error) {
 	if idf, err = p.Bool(ParamIDF, true); err != nil {

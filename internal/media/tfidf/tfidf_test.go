@@ -2,6 +2,7 @@ package tfidf
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -83,10 +84,12 @@ func TestWeightedRoundTrip(t *testing.T) {
 		rank   int // of the basis; 0: none
 	}{
 		{baseline.SLRKind(), models.Params{"iters": "50", "l2": "0.01"}, 0},
+		// A sparse path, and a basis asked for.
+		{baseline.SLRKind(), models.Params{"iters": "50", "l2": "0.01", ParamRank: "2"}, 2},
 		// No sparse path: fitted on a latent semantic basis.
 		{mimlca.Kind(), models.Params{"select": "none", ParamRank: "3"}, 3},
 	} {
-		t.Run(tc.inner.Name, func(t *testing.T) { testWeightedRoundTrip(t, d, tc.inner, tc.params, tc.rank) })
+		t.Run(fmt.Sprintf("%s/rank=%d", tc.inner.Name, tc.rank), func(t *testing.T) { testWeightedRoundTrip(t, d, tc.inner, tc.params, tc.rank) })
 	}
 }
 
@@ -142,7 +145,9 @@ func testWeightedRoundTrip(t *testing.T, d *mil.Dataset, inner models.Kind, para
 	if !reflect.DeepEqual(ad, as) {
 		t.Fatalf("dense %+v, sparse %+v", ad, as)
 	}
-	if _, err := m.Fit(ctx, d, models.FitOptions{Params: models.Params{ParamIDF: "maybe"}}); err == nil {
-		t.Fatal("text_idf=maybe accepted")
+	for _, bad := range []models.Params{{ParamIDF: "maybe"}, {ParamRank: "-1"}, {ParamRank: "x"}} {
+		if _, err := m.Fit(ctx, d, models.FitOptions{Params: bad}); err == nil {
+			t.Fatalf("%v accepted", bad)
+		}
 	}
 }

@@ -39,8 +39,8 @@ func paramTables() string {
 	}
 	b.WriteString("\n### `" + weightedSection + "`\n\nEvery kind above, fitted on documents' passages weighted by the IDF of its training passages (kept in the model): " +
 		"the kind the retrainer fits on bags of the text featurizer. Its keys are the inner kind's and these:\n\n" + models.MarkdownTable(tfidf.Params()) +
-		"\nThe kinds without a sparse path (" + strings.Join(dense, ", ") + ") are fitted on the passages' coordinates in a latent semantic basis " +
-		"learned from the same weighted passages and kept in the model too, and take one more key:\n\n" + models.MarkdownTable([]models.ParamSpec{tfidf.RankParam()}))
+		"\nThe kinds without a sparse path (" + strings.Join(dense, ", ") + ") are fitted by default on the passages' coordinates in a latent semantic basis " +
+		"learned from the same weighted passages and kept in the model too (`" + tfidf.ParamRank + "`); the others take the sparse passages as they are unless `" + tfidf.ParamRank + "` is given.\n")
 	return b.String() + "\n"
 }
 
