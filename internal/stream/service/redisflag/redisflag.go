@@ -38,57 +38,121 @@ type Config struct {
 	TLS, TLSInsecure                      bool
 	TLSCA, TLSCert, TLSKey, TLSServerName string
 	RegistryPrefix                        string
+
+	// name is the name the flags were registered under (RegisterAs), so
+	// that errors name the flags the operator set; "" is DefaultName.
+	name string
 }
+
+// DefaultName is the name of the flags of the registry's Redis: --redis,
+// --redis-password, ...
+const DefaultName = "redis"
 
 // Default returns the defaults of the Redis flags.
 func Default() Config {
 	return Config{Addr: "127.0.0.1:6379", RegistryPrefix: "mimlstream:models"}
 }
 
-// Register adds the Redis flags to fs, with c's values as defaults.
+// flagName returns the name of the flag of setting under c's name:
+// --NAME for the address (setting ""), --NAME-SETTING otherwise.
+func (c Config) flagName(setting string) string {
+	n := c.name
+	if n == "" {
+		n = DefaultName
+	}
+	if setting == "" {
+		return n
+	}
+	return n + "-" + setting
+}
+
+// Register adds the flags of the registry's Redis to fs, with c's values
+// as defaults: the connection flags under DefaultName and
+// --registry-prefix.
 func (c *Config) Register(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "redis", c.Addr, "Redis `address`: host:port, a redis:// or rediss:// URL, or a comma-separated list of Redis Cluster nodes")
-	fs.BoolVar(&c.Cluster, "redis-cluster", c.Cluster, "use the Redis Cluster protocol (implied by more than one address in --redis)")
-	fs.StringVar(&c.Username, "redis-username", c.Username, "Redis ACL user")
-	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (prefer the environment variable or --redis-password-file: a flag is visible in the process list)")
-	fs.StringVar(&c.PasswordFile, "redis-password-file", c.PasswordFile, "`file` holding the Redis password (trailing newline ignored)")
-	fs.IntVar(&c.DB, "redis-db", c.DB, "Redis database number (a cluster has only 0)")
-	fs.BoolVar(&c.TLS, "redis-tls", c.TLS, "connect to Redis over TLS (implied by the other --redis-tls-* flags and by a rediss:// URL)")
-	fs.StringVar(&c.TLSCA, "redis-tls-ca", c.TLSCA, "PEM `file` of the CAs that sign the Redis servers' certificates (default: the system pool)")
-	fs.StringVar(&c.TLSCert, "redis-tls-cert", c.TLSCert, "PEM `file` of the client certificate, for servers that require one (tls-auth-clients)")
-	fs.StringVar(&c.TLSKey, "redis-tls-key", c.TLSKey, "PEM `file` of the client certificate's private key")
-	fs.StringVar(&c.TLSServerName, "redis-tls-server-name", c.TLSServerName, "name expected in the servers' certificates (default: the host of each address)")
-	fs.BoolVar(&c.TLSInsecure, "redis-tls-insecure", c.TLSInsecure, "do not verify the Redis certificates (test clusters only: anyone on the path can read and alter the traffic)")
+	c.RegisterAs(fs, DefaultName, "")
 	fs.StringVar(&c.RegistryPrefix, "registry-prefix", c.RegistryPrefix, "key prefix of the model registry")
+}
+
+// RegisterAs adds the connection flags of another Redis to fs under name,
+// with c's values as defaults: --NAME (the address), --NAME-cluster,
+// --NAME-username, --NAME-password, --NAME-password-file, --NAME-db,
+// --NAME-tls, --NAME-tls-ca, --NAME-tls-cert, --NAME-tls-key,
+// --NAME-tls-server-name and --NAME-tls-insecure; Options and Connect
+// name them in their errors. addrUsage is the usage of --NAME, saying
+// what the Redis is for ("": a generic one).
+func (c *Config) RegisterAs(fs *flag.FlagSet, name, addrUsage string) {
+	c.name = name
+	f := c.flagName
+	if addrUsage == "" {
+		addrUsage = "Redis `address`: host:port, a redis:// or rediss:// URL, or a comma-separated list of Redis Cluster nodes"
+	}
+	fs.StringVar(&c.Addr, f(""), c.Addr, addrUsage)
+	fs.BoolVar(&c.Cluster, f("cluster"), c.Cluster, "use the Redis Cluster protocol (implied by more than one address in --"+f("")+")")
+	fs.StringVar(&c.Username, f("username"), c.Username, "Redis ACL user")
+	fs.StringVar(&c.Password, f("password"), c.Password, "Redis password (prefer the environment variable or --"+f("password-file")+": a flag is visible in the process list)")
+	fs.StringVar(&c.PasswordFile, f("password-file"), c.PasswordFile, "`file` holding the Redis password (trailing newline ignored)")
+	fs.IntVar(&c.DB, f("db"), c.DB, "Redis database number (a cluster has only 0)")
+	fs.BoolVar(&c.TLS, f("tls"), c.TLS, "connect to Redis over TLS (implied by the other --"+f("tls")+"-* flags and by a rediss:// URL)")
+	fs.StringVar(&c.TLSCA, f("tls-ca"), c.TLSCA, "PEM `file` of the CAs that sign the Redis servers' certificates (default: the system pool)")
+	fs.StringVar(&c.TLSCert, f("tls-cert"), c.TLSCert, "PEM `file` of the client certificate, for servers that require one (tls-auth-clients)")
+	fs.StringVar(&c.TLSKey, f("tls-key"), c.TLSKey, "PEM `file` of the client certificate's private key")
+	fs.StringVar(&c.TLSServerName, f("tls-server-name"), c.TLSServerName, "name expected in the servers' certificates (default: the host of each address)")
+	fs.BoolVar(&c.TLSInsecure, f("tls-insecure"), c.TLSInsecure, "do not verify the Redis certificates (test clusters only: anyone on the path can read and alter the traffic)")
+}
+
+// CheckOptional checks the settings of a Redis that may be left out (an
+// empty address: no Redis), as Options would at the start: a setting
+// given without the address is a usage error, not silently unused.
+func (c Config) CheckOptional() error {
+	if c.Addr != "" {
+		_, err := c.Options()
+		return err
+	}
+	for _, s := range []struct {
+		setting string
+		given   bool
+	}{
+		{"cluster", c.Cluster}, {"username", c.Username != ""}, {"password", c.Password != ""},
+		{"password-file", c.PasswordFile != ""}, {"db", c.DB != 0}, {"tls", c.TLS}, {"tls-ca", c.TLSCA != ""},
+		{"tls-cert", c.TLSCert != ""}, {"tls-key", c.TLSKey != ""}, {"tls-server-name", c.TLSServerName != ""},
+		{"tls-insecure", c.TLSInsecure},
+	} {
+		if s.given {
+			return cli.Usagef("--%s is given without --%s", c.flagName(s.setting), c.flagName(""))
+		}
+	}
+	return nil
 }
 
 // Options converts the settings, reading a URL when one is given and the
 // password file. A bad URL, a password given twice or an unreadable
 // password file is a usage error.
 func (c Config) Options() (Options, error) {
+	f := c.flagName
 	o := Options{Addr: c.Addr, Cluster: c.Cluster, Username: c.Username, Password: c.Password, DB: c.DB,
 		TLS: c.TLS, TLSCAFile: c.TLSCA, TLSCertFile: c.TLSCert, TLSKeyFile: c.TLSKey, TLSServerName: c.TLSServerName, TLSInsecureSkipVerify: c.TLSInsecure}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return o, cli.Usagef("--redis-tls-cert and --redis-tls-key go together")
+		return o, cli.Usagef("--%s and --%s go together", f("tls-cert"), f("tls-key"))
 	}
 	if c.PasswordFile != "" {
 		if c.Password != "" {
-			return o, cli.Usagef("give the Redis password once, by --redis-password (or its environment variable) or by --redis-password-file")
+			return o, cli.Usagef("give the Redis password once, by --%s (or its environment variable) or by --%s", f("password"), f("password-file"))
 		}
 		b, err := os.ReadFile(c.PasswordFile)
 		if err != nil {
-			return o, cli.Usagef("--redis-password-file: %w", err)
+			return o, cli.Usagef("--%s: %w", f("password-file"), err)
 		}
 		o.Password = strings.TrimRight(string(b), "\r\n")
 	}
 	isURL := strings.HasPrefix(c.Addr, "redis://") || strings.HasPrefix(c.Addr, "rediss://")
 	if isURL && strings.Contains(c.Addr, ",") {
-		return o, cli.Usagef("--redis: a list of cluster nodes is host:port,host:port, not URLs")
+		return o, cli.Usagef("--%s: a list of cluster nodes is host:port,host:port, not URLs", f(""))
 	}
 	if isURL {
 		u, err := redis.ParseURL(c.Addr)
 		if err != nil {
-			return o, cli.Usagef("--redis: %w", err)
+			return o, cli.Usagef("--%s: %w", f(""), err)
 		}
 		o.Addr, o.DB = u.Addr, u.DB
 		if u.Username != "" {
@@ -98,7 +162,7 @@ func (c Config) Options() (Options, error) {
 			o.Password = u.Password
 		}
 		o.TLS = o.TLS || u.TLSConfig != nil
-		// A URL without a database path leaves --redis-db in force.
+		// A URL without a database path leaves the db flag in force.
 		if pu, err := url.Parse(c.Addr); err == nil && strings.Trim(pu.Path, "/") == "" && c.DB != 0 {
 			o.DB = c.DB
 		}
@@ -153,7 +217,7 @@ func (c Config) Connect(ctx context.Context, log *slog.Logger) (redis.UniversalC
 			return rdb, nil
 		}
 		if authRefused(err) {
-			return nil, fmt.Errorf("connect to redis: %w: %w (check --redis-password, --redis-password-file or the URL's user and password)", ErrAuth, err)
+			return nil, fmt.Errorf("connect to redis: %w: %w (check --%s, --%s or the URL's user and password)", ErrAuth, err, c.flagName("password"), c.flagName("password-file"))
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("connect to redis: %w", err)
