@@ -57,10 +57,10 @@ type Config struct {
 	MinBodyRate      int64
 	MinBodyRateGrace time.Duration
 	Timeouts         httpguard.Timeouts
-	// FeatureCache is the Redis of the feature cache (redisflag.Config's
-	// Addr: host:port, a redis:// or rediss:// URL with the credentials,
-	// or cluster seeds); "" featurizes every photo and document.
-	FeatureCache    string
+	// FeatureCache is the Redis of the feature cache, with its own
+	// credentials and TLS (the --feature-cache-redis-* flags); an empty
+	// address featurizes every photo and document.
+	FeatureCache    redisflag.Config
 	CachePrefix     string
 	CacheTTL        time.Duration
 	CacheMaxEntries int
@@ -105,7 +105,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
 	fs.BoolVar(&c.Progress, "progress", c.Progress, "show a progress bar for files")
-	fs.StringVar(&c.FeatureCache, "feature-cache-redis", c.FeatureCache, "Redis `address` of the feature cache (host:port, a redis:// or rediss:// URL with its credentials, or Redis Cluster nodes): a photo or document already featurized, by any door, is not featurized again (empty: no cache)")
+	c.FeatureCache.RegisterAs(fs, "feature-cache-redis", "Redis `address` of the feature cache (host:port, a redis:// or rediss:// URL, or Redis Cluster nodes; credentials and TLS by the --feature-cache-redis-* flags): a photo or document already featurized, by any door, is not featurized again (empty: no cache)")
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache (the annotators' default: one bound for both)")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL, renewed by each hit")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound (0: none)")
@@ -207,7 +207,12 @@ an image nor text.
 --feature-cache-redis keeps featurized photos and documents in Redis by
 featurizer and SHA-256, shared by every door and replica and by the
 annotators' cache bound: media sent again are not featurized again
-(metric mimlstream.ingest.media_cache, by medium and result).`, env.Stderr)
+(metric mimlstream.ingest.media_cache, by medium and result). Its
+credentials and TLS are the --feature-cache-redis-* flags, the set of the
+annotator's --redis-* flags: the password from
+--feature-cache-redis-password-file or
+MIMLSTREAM_INGEST_FEATURE_CACHE_REDIS_PASSWORD, never logged; a Redis that
+refuses them ends ingest at start with exit 1.`, env.Stderr)
 	cfg := DefaultConfig()
 	cfg.register(fs)
 	if err := service.ParseFlags(fs, args); err != nil {
@@ -247,6 +252,11 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before Kafka is dialled: a bad cache setting is a usage error at
+	// once, and one given without the address is not silently unused.
+	if err := cfg.FeatureCache.CheckOptional(); err != nil {
+		return nil, err
+	}
 	rt, err := service.Start(ctx, env, "ingest", cfg.Kafka, cfg.Telemetry)
 	if err != nil {
 		return nil, err
@@ -255,10 +265,11 @@ func New(ctx context.Context, env service.Env, cfg Config) (*Service, error) {
 		Seed: cfg.Seed, WithInstanceLabels: cfg.WithInstanceLabels, MaxMessageBytes: cfg.MaxMessageBytes,
 		InFlight: cfg.InFlight, Compression: cfg.Compression.Codec(), Linger: cfg.Linger, Format: cfg.WireFormat, Obs: rt.Obs()}
 	var rdb redis.UniversalClient
-	if cfg.FeatureCache != "" {
+	if cfg.FeatureCache.Addr != "" {
 		// Waits for Redis as the annotator does: started before it,
-		// ingest must not exit.
-		if rdb, err = (redisflag.Config{Addr: cfg.FeatureCache}).Connect(ctx, rt.Log); err != nil {
+		// ingest must not exit; refused credentials end it at once
+		// (redisflag.ErrAuth).
+		if rdb, err = cfg.FeatureCache.Connect(ctx, rt.Log); err != nil {
 			rt.Close()
 			return nil, err
 		}
