@@ -29,7 +29,7 @@ func TestFeatureCacheOnItsOwnRedis(t *testing.T) {
 	streamtest.PublishModel(t, featurestore.NewRegistry(regRdb, "mimlstream:models"), ds, nil)
 	kinds := models.NewRegistry(streamtest.CentroidKind())
 	cfg := DefaultConfig()
-	cfg.Kafka.Brokers, cfg.Redis.Addr, cfg.CacheRedis, cfg.Listen = brokers, regAddr, cacheAddr, "127.0.0.1:0"
+	cfg.Kafka.Brokers, cfg.Redis.Addr, cfg.CacheRedis.Addr, cfg.Listen = brokers, regAddr, cacheAddr, "127.0.0.1:0"
 	var out bytes.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

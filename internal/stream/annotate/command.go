@@ -58,10 +58,10 @@ type Config struct {
 	CacheMaxEntries int
 	CacheMaxBytes   int64
 	CacheTimeout    time.Duration
-	// CacheRedis, when set, is the address of a Redis for the feature
-	// cache alone (host:port or a redis:// or rediss:// URL with its
-	// credentials), so the cache can never fill the registry's Redis.
-	CacheRedis string
+	// CacheRedis, when its address is set, is a Redis for the feature
+	// cache alone, with its own credentials and TLS (--cache-redis-*), so
+	// the cache can never fill the registry's Redis.
+	CacheRedis redisflag.Config
 	// Live quality (package quality): the fraction of labeled bags scored,
 	// the rolling window of the gauges, how often scores reach Redis, and
 	// the shadow policy (ShadowMinBags 0: this instance never judges a
@@ -74,6 +74,9 @@ type Config struct {
 	ShadowMargin      float64
 }
 
+// cacheRedisFlag names the flags of the feature cache's own Redis.
+const cacheRedisFlag = "cache-redis"
+
 // DefaultConfig returns the defaults of the annotator flags.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
@@ -81,7 +84,7 @@ func DefaultConfig() Config {
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Group: "annotator", Listen: "127.0.0.1:8080", BatchSize: 64, MaxBatchBytes: DefaultMaxBatchBytes, CacheTimeout: DefaultCacheTimeout,
 		BatchWait: 20 * time.Millisecond, MaxInFlight: 4, CommitInterval: 200 * time.Millisecond, Compression: "none", Linger: DefaultLinger, WireFormat: wire.FormatJSON, Poll: 5 * time.Second, MaxMessageBytes: 1 << 20, DrainTimeout: 15 * time.Second,
 		SessionTimeout: 10 * time.Second, StallAfter: 30 * time.Second, CachePrefix: "mimlstream:features", CacheTTL: time.Hour, CacheMaxEntries: 1_000_000,
-		CacheMaxBytes: 256 << 20}
+		CacheMaxBytes: 256 << 20, CacheRedis: redisflag.Named(cacheRedisFlag)}
 	c.QualitySampleRate, c.QualityWindow, c.QualityInterval, c.QualityBucket = 0.25, 10*time.Minute, 2*time.Second, time.Minute
 	c.ShadowMinBags, c.ShadowMargin = 200, 0.005
 	return c
@@ -114,7 +117,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound")
-	fs.StringVar(&c.CacheRedis, "cache-redis", c.CacheRedis, "Redis `address` of the feature cache alone (host:port, or a redis:// or rediss:// URL with its user and password), run with maxmemory and an eviction policy such as allkeys-lru, so the cache can never fill the registry's Redis (empty: the cache shares --redis)")
+	c.CacheRedis.RegisterAs(fs, cacheRedisFlag, "Redis `address` of the feature cache alone (host:port, a redis:// or rediss:// URL, or Redis Cluster nodes; credentials and TLS by the --cache-redis-* flags), run with maxmemory and an eviction policy such as allkeys-lru, so the cache can never fill the registry's Redis (empty: the cache shares --redis)")
 	fs.DurationVar(&c.CacheTimeout, "cache-timeout", c.CacheTimeout, "bound of one feature cache call: a Redis that does not answer in time (hung, overloaded) turns the cache off for 5 s and the mapping is computed instead")
 	fs.Int64Var(&c.CacheMaxBytes, "cache-max-bytes", c.CacheMaxBytes, "bytes of cached feature vectors kept, the least recently used evicted first (0: no bound); the cache shares Redis with the model registry, so keep it well below Redis's maxmemory, or a full Redis (default policy noeviction) refuses the registry's writes")
 	c.registerQuality(fs)
@@ -174,11 +177,8 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	if _, err := cfg.Redis.Options(); err != nil {
 		return nil, err
 	}
-	cacheRedis := redisflag.Config{Addr: cfg.CacheRedis}
-	if cfg.CacheRedis != "" {
-		if _, err := cacheRedis.Options(); err != nil {
-			return nil, cli.Usagef("--cache-redis: %w", err)
-		}
+	if err := cfg.CacheRedis.CheckOptional(); err != nil {
+		return nil, err
 	}
 	var regOpts []featurestore.RegistryOption
 	if cfg.VerifyKey != "" {
@@ -216,8 +216,8 @@ func New(ctx context.Context, env service.Env, kinds *models.Registry, cfg Confi
 	var cacheRdb redis.UniversalClient
 	if !cfg.NoFeatureCache {
 		crdb := rdb
-		if cfg.CacheRedis != "" {
-			if cacheRdb, err = cacheRedis.Connect(ctx, rt.Log.With("redis_role", "feature cache")); err != nil {
+		if cfg.CacheRedis.Addr != "" {
+			if cacheRdb, err = cfg.CacheRedis.Connect(ctx, rt.Log.With("redis_role", "feature cache")); err != nil {
 				rdb.Close()
 				rt.Close()
 				return nil, fmt.Errorf("feature cache: %w", err)

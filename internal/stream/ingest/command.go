@@ -67,13 +67,17 @@ type Config struct {
 	CacheMaxBytes   int64
 }
 
+// featureCacheFlag names the flags of the feature cache's Redis.
+const featureCacheFlag = "feature-cache-redis"
+
 // DefaultConfig returns the defaults of the ingest flags.
 func DefaultConfig() Config {
 	return Config{Kafka: service.DefaultKafka(), Telemetry: service.DefaultTelemetry(), LabelFraction: 1, Seed: 1,
 		MaxMessageBytes: 1 << 20, Batch: 256, Progress: true, InFlight: 4, Compression: "none", Linger: kafkaio.DefaultLinger, WireFormat: wire.FormatJSON,
 		MaxBodyBytes: 64 << 20, MaxConcurrent: 8, MinBodyRate: 1024, MinBodyRateGrace: 10 * time.Second,
 		Timeouts:    httpguard.Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Minute, Write: 3 * time.Minute, Idle: time.Minute},
-		CachePrefix: "mimlstream:features", CacheTTL: 24 * time.Hour, CacheMaxEntries: 100_000, CacheMaxBytes: 256 << 20}
+		CachePrefix: "mimlstream:features", CacheTTL: 24 * time.Hour, CacheMaxEntries: 100_000, CacheMaxBytes: 256 << 20,
+		FeatureCache: redisflag.Named(featureCacheFlag)}
 }
 
 func (c *Config) register(fs *flag.FlagSet) {
@@ -105,7 +109,7 @@ func (c *Config) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "publish at most this many bags per second (0: as fast as acknowledged)")
 	fs.IntVar(&c.Limit, "limit", c.Limit, "publish at most this many bags of --data (0: all)")
 	fs.BoolVar(&c.Progress, "progress", c.Progress, "show a progress bar for files")
-	c.FeatureCache.RegisterAs(fs, "feature-cache-redis", "Redis `address` of the feature cache (host:port, a redis:// or rediss:// URL, or Redis Cluster nodes; credentials and TLS by the --feature-cache-redis-* flags): a photo or document already featurized, by any door, is not featurized again (empty: no cache)")
+	c.FeatureCache.RegisterAs(fs, featureCacheFlag, "Redis `address` of the feature cache (host:port, a redis:// or rediss:// URL, or Redis Cluster nodes; credentials and TLS by the --feature-cache-redis-* flags): a photo or document already featurized, by any door, is not featurized again (empty: no cache)")
 	fs.StringVar(&c.CachePrefix, "cache-prefix", c.CachePrefix, "key prefix of the feature cache (the annotators' default: one bound for both)")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "feature cache entry TTL, renewed by each hit")
 	fs.IntVar(&c.CacheMaxEntries, "cache-max-entries", c.CacheMaxEntries, "feature cache size bound (0: none)")

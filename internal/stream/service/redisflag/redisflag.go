@@ -53,6 +53,11 @@ func Default() Config {
 	return Config{Addr: "127.0.0.1:6379", RegistryPrefix: "mimlstream:models"}
 }
 
+// Named returns the empty settings of a Redis whose flags are registered
+// as name (RegisterAs): so a Config made in code, not parsed from flags,
+// names the same flags in its errors.
+func Named(name string) Config { return Config{name: name} }
+
 // flagName returns the name of the flag of setting under c's name:
 // --NAME for the address (setting ""), --NAME-SETTING otherwise.
 func (c Config) flagName(setting string) string {
