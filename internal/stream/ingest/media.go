@@ -109,35 +109,18 @@ func (s *Service) ingestPhotos(ctx context.Context, path string, folder bool) er
 		return err
 	}
 	lim := photo.Limits{}
-	bar := newBar(s.env, s.cfg.Progress, len(lines), "publishing photos of "+path)
-	rejected := 0
-	for i := 0; i < len(lines); i += photoBatch {
-		batch := lines[i:min(i+photoBatch, len(lines))]
-		photos := make([]photobag.Photo, len(batch))
-		orig := make([][]byte, len(batch))
-		for k, l := range batch {
-			data, err := readBounded(filepath.Join(dir, l.Image), photo.DefaultMaxBytes)
-			if err != nil {
-				return err
-			}
-			photos[k] = photobag.Photo{ID: l.ID, URI: l.Image, Data: data, Labels: l.Labels}
-			orig[k], _ = json.Marshal(photobag.Line{ID: l.ID, Image: l.Image, Labels: l.Labels})
-		}
-		rej, err := s.pub.PublishPhotos(ctx, f, classes, lim, photos, orig)
+	load := func(l photobag.Line) (photobag.Photo, []byte, error) {
+		data, err := readBounded(filepath.Join(dir, l.Image), photo.DefaultMaxBytes)
 		if err != nil {
-			return err
+			return photobag.Photo{}, nil, err
 		}
-		for _, r := range rej {
-			fmt.Fprintf(s.env.Stderr, "photo %s: %s: %s\n", r.ID, r.Reason, r.Error)
-		}
-		rejected += len(rej)
-		_ = bar.Set(i + len(batch))
+		orig, _ := json.Marshal(photobag.Line{ID: l.ID, Image: l.Image, Labels: l.Labels})
+		return photobag.Photo{ID: l.ID, URI: l.Image, Data: data, Labels: l.Labels}, orig, nil
 	}
-	_ = bar.Finish()
-	if rejected > 0 {
-		fmt.Fprintf(s.env.Stderr, "%d of %d photos dead-lettered\n", rejected, len(lines))
-	}
-	return nil
+	return publishInBatches(ctx, s, "photo", path, lines, photoBatch, load,
+		func(ctx context.Context, photos []photobag.Photo, orig [][]byte) ([]Rejection, error) {
+			return s.pub.PublishPhotos(ctx, f, classes, lim, photos, orig)
+		})
 }
 
 // readBounded reads at most limit+1 bytes of the file at path: enough for

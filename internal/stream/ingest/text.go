@@ -88,40 +88,23 @@ func (s *Service) ingestDocuments(ctx context.Context, path string, folder bool)
 	}
 	classes := text.Classes(dir, entries)
 	f := defaultTextFeaturizer()
-	var err error
-	bar := newBar(s.env, s.cfg.Progress, len(entries), "publishing documents of "+path)
-	rejected := 0
-	for i := 0; i < len(entries); i += documentBatch {
-		batch := entries[i:min(i+documentBatch, len(entries))]
-		docs := make([]textbag.Doc, len(batch))
-		orig := make([][]byte, len(batch))
-		for k, e := range batch {
-			d := textbag.Doc{ID: e.ID, URI: e.Path, Labels: e.Labels, Data: []byte(e.Text)}
-			if e.Path != "" {
-				// Files are read here, bounded, so that one that is not
-				// UTF-8 or too large is dead-lettered, not fatal.
-				if d.Data, err = readBounded(filepath.Join(dir, filepath.FromSlash(e.Path)), text.MaxDocumentBytes); err != nil {
-					return err
-				}
+	load := func(e text.Entry) (textbag.Doc, []byte, error) {
+		d := textbag.Doc{ID: e.ID, URI: e.Path, Labels: e.Labels, Data: []byte(e.Text)}
+		if e.Path != "" {
+			// Files are read here, bounded, so that one that is not
+			// UTF-8 or too large is dead-lettered, not fatal.
+			var err error
+			if d.Data, err = readBounded(filepath.Join(dir, filepath.FromSlash(e.Path)), text.MaxDocumentBytes); err != nil {
+				return textbag.Doc{}, nil, err
 			}
-			docs[k] = d
-			orig[k], _ = json.Marshal(text.Entry{ID: e.ID, Path: e.Path, Labels: e.Labels})
 		}
-		rej, err := s.pub.PublishDocuments(ctx, f, classes, docs, orig)
-		if err != nil {
-			return err
-		}
-		for _, r := range rej {
-			fmt.Fprintf(s.env.Stderr, "document %s: %s: %s\n", r.ID, r.Reason, r.Error)
-		}
-		rejected += len(rej)
-		_ = bar.Set(i + len(batch))
+		orig, _ := json.Marshal(text.Entry{ID: e.ID, Path: e.Path, Labels: e.Labels})
+		return d, orig, nil
 	}
-	_ = bar.Finish()
-	if rejected > 0 {
-		fmt.Fprintf(s.env.Stderr, "%d of %d documents dead-lettered\n", rejected, len(entries))
-	}
-	return nil
+	return publishInBatches(ctx, s, "document", path, entries, documentBatch, load,
+		func(ctx context.Context, docs []textbag.Doc, orig [][]byte) ([]Rejection, error) {
+			return s.pub.PublishDocuments(ctx, f, classes, docs, orig)
+		})
 }
 
 // defaultTextFeaturizer is the text featurizer of every door,
