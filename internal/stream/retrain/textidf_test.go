@@ -3,6 +3,7 @@ package retrain
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/models/catalog"
+	"github.com/mimlstream/mimlstream/internal/models/mimlca"
 	"github.com/mimlstream/mimlstream/internal/models/orlr"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
@@ -58,11 +60,24 @@ func textDocs(n int, rng *rand.Rand) (docs []string, labels [][]string) {
 }
 
 // TestRefitOnDocumentsKeepsIDF: a window of documents' bags (the text
-// featurizer's) is refitted as orlr+tfidf, the model annotates exactly as
-// tfidf.Weighted(orlr) fitted on the same training bags (the IDF of the
-// window's passages travels in the stored model), and not as orlr on the
-// raw term frequencies.
+// featurizer's) is refitted as KIND+tfidf, the model annotates exactly as
+// tfidf.Weighted(KIND) fitted on the same training bags (the IDF of the
+// window's passages, and for a kind without a sparse path the latent
+// semantic basis, travel in the stored model), and not as KIND on the raw
+// term frequencies.
 func TestRefitOnDocumentsKeepsIDF(t *testing.T) {
+	for _, tc := range []struct {
+		kind   models.Kind
+		params models.Params
+	}{
+		{orlr.Kind(), models.Params{"select": "none", "l2": "1e-3", "iters": "20"}},
+		{mimlca.Kind(), models.Params{"select": "none", tfidf.ParamRank: "5"}},
+	} {
+		t.Run(tc.kind.Name, func(t *testing.T) { testRefitOnDocuments(t, tc.kind, tc.params) })
+	}
+}
+
+func testRefitOnDocuments(t *testing.T, kind models.Kind, params models.Params) {
 	h := newHarness(t)
 	h.kinds = catalog.New()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -87,9 +102,8 @@ func TestRefitOnDocumentsKeepsIDF(t *testing.T) {
 		ids, raws = append(ids, m.ID), append(raws, raw)
 	}
 	h.writeTrain(ctx, ids, raws)
-	params := models.Params{"select": "none", "l2": "1e-3", "iters": "20"}
 	r := h.retrainer(func(c *RetrainerConfig) {
-		c.Kind, c.Params, c.Every, c.DeadLetterTopic = orlr.Name, params, 1000, h.topics.DeadLetter
+		c.Kind, c.Params, c.Every, c.DeadLetterTopic = kind.Name, params, 1000, h.topics.DeadLetter
 	})
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -102,8 +116,8 @@ func TestRefitOnDocumentsKeepsIDF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta.Kind != orlr.Name+tfidf.Suffix || meta.Featurizer == nil || !meta.Featurizer.Equal(f.Identity()) {
-		t.Fatalf("stored version: kind %s, featurizer %v; want %s%s, %v", meta.Kind, meta.Featurizer, orlr.Name, tfidf.Suffix, f.Identity())
+	if meta.Kind != kind.Name+tfidf.Suffix || meta.Featurizer == nil || !meta.Featurizer.Equal(f.Identity()) || meta.Dim != f.Dim {
+		t.Fatalf("stored version: kind %s, featurizer %v, dim %d; want %s%s, %v, %d", meta.Kind, meta.Featurizer, meta.Dim, kind.Name, tfidf.Suffix, f.Identity(), f.Dim)
 	}
 	got, err := h.kinds.Decode(blob)
 	if err != nil {
@@ -114,18 +128,20 @@ func TestRefitOnDocumentsKeepsIDF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fit := func(k models.Kind) models.Model {
+	fit := func(k models.Kind, params models.Params) models.Model {
 		k, err := models.NewRegistry(k).Lookup(k.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := k.Fit(ctx, train, models.FitOptions{Seed: 1, Params: params})
+		m, err := k.Fit(ctx, train, models.FitOptions{Seed: r.cfg.Seed, Params: params}) // the refit's seed
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	weighted, raw := fit(tfidf.Weighted(orlr.Kind())), fit(orlr.Kind())
+	rawParams := maps.Clone(params)
+	delete(rawParams, tfidf.ParamRank)
+	weighted, raw := fit(tfidf.Weighted(kind), params), fit(kind, rawParams)
 	differs := false
 	for _, b := range append(train.Bags, test.Bags...) {
 		for _, mode := range []models.Mode{models.Inductive, models.Transductive} {
@@ -139,13 +155,13 @@ func TestRefitOnDocumentsKeepsIDF(t *testing.T) {
 			}
 			w, _ := weighted.Annotate(ctx, &q, mode)
 			if !reflect.DeepEqual(a, w) {
-				t.Fatalf("bag %s, %s: the refit's model annotates %+v, tfidf.Weighted(orlr) %+v", b.ID, mode, a, w)
+				t.Fatalf("bag %s, %s: the refit's model annotates %+v, tfidf.Weighted(%s) %+v", b.ID, mode, a, kind.Name, w)
 			}
 			o, _ := raw.Annotate(ctx, &q, mode)
 			differs = differs || !reflect.DeepEqual(a.InstanceScores, o.InstanceScores)
 		}
 	}
 	if !differs {
-		t.Error("orlr on raw term frequencies annotates as the refit's model: the test cannot tell IDF weighting from none")
+		t.Errorf("%s on raw term frequencies annotates as the refit's model: the test cannot tell IDF weighting from none", kind.Name)
 	}
 }
