@@ -30,8 +30,8 @@ type Basis struct {
 	Rows []byte `json:"rows"`
 }
 
-// errRank marks a rank the data cannot give.
-var errRank = errors.New("lsa: no passage with a non-zero feature")
+// errNoFeatures marks training passages with no feature to build a basis on.
+var errNoFeatures = errors.New("lsa: no passage with a non-zero feature")
 
 // lsaOversample and lsaPowerIters are Halko, Martinsson and Tropp's
 // (SIAM Review 2011) oversampling p and power iterations q of the
@@ -45,7 +45,8 @@ const (
 
 // FitBasis computes the top-rank right singular vectors of the matrix
 // whose rows are the passages xs, by the randomized range finder with power
-// iterations and the SVD of the small projected matrix; rng draws the test
+// iterations and the eigenvectors of the small projected Gram matrix (an
+// SVD of the projection, at a fraction of its cost); rng draws the test
 // matrix, so a seed gives one basis. A rank at or above the number of
 // passages or of seen features is cut to the smaller of the two.
 func FitBasis(ctx context.Context, xs []mil.SparseVec, rank int, rng *rand.Rand) (Basis, error) {
@@ -68,7 +69,7 @@ func FitBasis(ctx context.Context, xs []mil.SparseVec, rank int, rng *rand.Rand)
 	}
 	n, m := len(xs), len(idx)
 	if m == 0 {
-		return Basis{}, errRank
+		return Basis{}, errNoFeatures
 	}
 	rank = min(rank, n, m)
 	l := min(rank+lsaOversample, n, m)
