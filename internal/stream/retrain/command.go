@@ -118,8 +118,9 @@ type ServeConfig struct {
 	// Shadow publishes fits as the candidate instead of promoting them.
 	Shadow bool
 	// FrozenAfter is how long the window may stay behind the topic
-	// without moving before /readyz says it is frozen.
-	FrozenAfter time.Duration
+	// without moving, no refit running, before /readyz says it is frozen;
+	// RefitTimeout bounds one refit.
+	FrozenAfter, RefitTimeout time.Duration
 	// Listen is the address of /healthz, /readyz, /refits and /metrics (empty:
 	// none).
 	Listen string
@@ -129,7 +130,7 @@ type ServeConfig struct {
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Kafka: service.DefaultKafka(), Redis: redisflag.Default(), Telemetry: service.DefaultTelemetry(),
 		Fit: DefaultFitConfig(), Window: 5000, WindowBytes: DefaultWindowBytes, Every: 200, MinBags: 50, HoldOut: 0.2, Margin: 0.005, Warm: true,
-		KeepVersions: 20, FrozenAfter: DefaultFrozenAfter, Listen: "127.0.0.1:8081"}
+		KeepVersions: 20, FrozenAfter: DefaultFrozenAfter, RefitTimeout: DefaultRefitTimeout, Listen: "127.0.0.1:8081"}
 }
 
 func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
@@ -147,7 +148,8 @@ func (c *ServeConfig) register(fs *flag.FlagSet, kinds *models.Registry) {
 	fs.BoolVar(&c.Warm, "warm", c.Warm, "warm-start from the current model")
 	fs.BoolVar(&c.Shadow, "shadow", c.Shadow, "publish a fit that passes the held-out comparison as the registry's candidate instead of promoting it: annotators run it in shadow and promote it on live quality (their --shadow-min-bags, --shadow-margin)")
 	fs.IntVar(&c.KeepVersions, "keep-versions", c.KeepVersions, "after each refit, kept or promoted, delete registry versions older than the newest this many, except current, previous, candidate and the rollback history (0: keep all)")
-	fs.DurationVar(&c.FrozenAfter, "frozen-after", c.FrozenAfter, "/readyz answers 503 (window frozen) when a partition of the training topic ends beyond the offset the retrainer reads and that offset has not moved for this long; a refit holds the window still while it runs, so keep it above the longest refit")
+	fs.DurationVar(&c.FrozenAfter, "frozen-after", c.FrozenAfter, "/readyz answers 503 (window frozen) when a partition of the training topic ends beyond the offset the retrainer reads and that offset has not moved for this long, no refit running (a refit holds the window still while it runs: --refit-timeout bounds it)")
+	fs.DurationVar(&c.RefitTimeout, "refit-timeout", c.RefitTimeout, "a refit still running after this long is cancelled and counted as failed (/readyz says so until a refit succeeds), and the window moves on")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of /healthz, /readyz, /refits and /metrics, which need no credentials (empty: none; :8081 for all interfaces, as in a container)")
 }
 
@@ -224,7 +226,7 @@ func NewServe(ctx context.Context, env service.Env, kinds *models.Registry, cfg 
 		Brokers: cfg.Kafka.Brokers, Security: rt.Kafka, Topic: cfg.Kafka.Topics.Train, DeadLetterTopic: cfg.Kafka.Topics.DeadLetter, Kinds: kinds, Kind: cfg.Fit.Kind, Params: params, Seed: cfg.Fit.Seed,
 		Store: featurestore.NewRegistry(rdb, cfg.Redis.RegistryPrefix, regOpts...), Window: cfg.Window, WindowBytes: cfg.WindowBytes, Every: cfg.Every, Interval: cfg.Interval,
 		MinBags: cfg.MinBags, HoldOut: cfg.HoldOut, Margin: cfg.Margin, Warm: cfg.Warm, KeepVersions: cfg.KeepVersions,
-		Shadow: cfg.Shadow, Workers: cfg.Fit.Workers, FrozenAfter: cfg.FrozenAfter, Obs: rt.Obs(),
+		Shadow: cfg.Shadow, Workers: cfg.Fit.Workers, FrozenAfter: cfg.FrozenAfter, RefitTimeout: cfg.RefitTimeout, Obs: rt.Obs(),
 	})
 	if err != nil {
 		rdb.Close()

@@ -70,6 +70,10 @@ type followState struct {
 	parts   map[int]*partitionFollow
 	// missing is set while the topic does not exist.
 	missing error
+	// refitting is set while a refit runs; refitEnded is when the last
+	// one ended (readiness.go).
+	refitting  bool
+	refitEnded time.Time
 }
 
 // recordMark identifies a record in a partition's log.

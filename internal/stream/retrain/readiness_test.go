@@ -12,14 +12,15 @@ import (
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
 )
 
-// TestReadyReportsAFrozenWindow holds the retrainer's window still while
-// the training topic grows: a refit that does not end (the consumer refits
-// between messages, so nothing more is read meanwhile). Ready must say the
-// window is frozen, with the partition and offsets, once the position has
-// not moved for FrozenAfter while the topic ends beyond it, and say ok
-// again once the refit ends and the window catches up. Before, /readyz said
-// ok the whole time.
-func TestReadyReportsAFrozenWindow(t *testing.T) {
+// TestRefitHoldsTheWindowUntilItsTimeout holds the retrainer's window
+// still while the training topic grows: a refit that does not end (the
+// consumer refits between messages, so nothing more is read meanwhile).
+// For many times FrozenAfter Ready stays ok (a refit holds the window on
+// purpose: before, a refit longer than FrozenAfter read as a frozen
+// window); at RefitTimeout the fit is cancelled, the refit counted as
+// failed with ErrRefitTimeout, Ready says so, and the window catches up;
+// once fits end again, a refit succeeds and Ready says ok.
+func TestRefitHoldsTheWindowUntilItsTimeout(t *testing.T) {
 	h := newHarness(t)
 	release := make(chan struct{})
 	var fits atomic.Int32
@@ -37,11 +38,11 @@ func TestReadyReportsAFrozenWindow(t *testing.T) {
 	h.kinds = models.NewRegistry(k)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const frozenAfter = 700 * time.Millisecond
+	const frozenAfter, refitTimeout = 300 * time.Millisecond, 3 * time.Second
 	r := h.retrainer(func(c *RetrainerConfig) {
 		c.Every, c.MinBags = 20, 20
-		c.ReachCheck = 100 * time.Millisecond
-		c.FrozenAfter = frozenAfter
+		c.ReachCheck = 50 * time.Millisecond
+		c.FrozenAfter, c.RefitTimeout = frozenAfter, refitTimeout
 	})
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -50,33 +51,78 @@ func TestReadyReportsAFrozenWindow(t *testing.T) {
 	ds := streamtest.SmallDataset(60)
 	h.writeBags(ctx, ds, ds.Bags[:20])
 	streamtest.WaitFor(t, 20*time.Second, "a refit under way", func() bool { return fits.Load() > 0 })
-	h.writeBags(ctx, ds, ds.Bags[20:])
 	start := time.Now()
-	var why string
-	for end := start.Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		var ok bool
-		if ok, why = r.Ready(); !ok {
-			break
+	h.writeBags(ctx, ds, ds.Bags[20:])
+	// Well past FrozenAfter, and the watcher has seen the topic's new end
+	// many times, but the refit still runs: not frozen.
+	for time.Since(start) < 4*frozenAfter {
+		if ok, why := r.Ready(); !ok {
+			t.Fatalf("after %.2f s of a refit (FrozenAfter %v, RefitTimeout %v) Ready says %q; want ok while the refit holds the window",
+				time.Since(start).Seconds(), frozenAfter, refitTimeout, why)
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("window of %d bags, 40 more on the topic, FrozenAfter %v: after %.2f s Ready says %q", r.Len(), frozenAfter, time.Since(start).Seconds(), why)
-	if !strings.Contains(why, "window frozen") || !strings.Contains(why, "partition") {
-		t.Fatalf("Ready says %q while the window is held still behind the topic; want not ready, window frozen", why)
+	if n := r.Len(); n != 20 {
+		t.Fatalf("window of %d bags while the refit runs; want the 20 read before it (the test holds nothing)", n)
+	}
+	var why string
+	streamtest.WaitFor(t, 20*time.Second, "the refit timed out", func() bool {
+		var ok bool
+		ok, why = r.Ready()
+		return !ok && strings.Contains(why, "refit failed")
+	})
+	t.Logf("after %.2f s (RefitTimeout %v) Ready says %q", time.Since(start).Seconds(), refitTimeout, why)
+	if !strings.Contains(why, ErrRefitTimeout.Error()) {
+		t.Errorf("Ready says %q; want the refit timeout named", why)
+	}
+	res := r.Results()
+	if len(res) == 0 || !strings.Contains(res[0].Error, ErrRefitTimeout.Error()) {
+		t.Fatalf("refit results %+v; want the first failed with %v", res, ErrRefitTimeout)
 	}
 	close(release)
 	streamtest.WaitFor(t, 20*time.Second, "the window caught up", func() bool { return r.Len() == len(ds.Bags) })
-	var ok bool
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if ok, why = r.Ready(); ok {
-			break
-		}
-	}
-	t.Logf("once the refit ended: window of %d bags, Ready says %q", r.Len(), why)
-	if !ok {
-		t.Errorf("Ready says %q after the window caught up; want ok", why)
-	}
+	streamtest.WaitFor(t, 30*time.Second, "ready after a refit that ends", func() bool { ok, w := r.Ready(); why = w; return ok })
+	t.Logf("once fits end: window of %d bags, %d refits, Ready says %q", r.Len(), len(r.Results()), why)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestStalledReportsAStillPartition: the frozen-window check on its own
+// (a reader stuck cannot be made to happen on a real broker): a partition
+// that ends beyond the retrainer's position, which has not moved for
+// FrozenAfter, is frozen; not while a refit runs, not within FrozenAfter
+// of a refit's end, not when the position is at the end.
+func TestStalledReportsAStillPartition(t *testing.T) {
+	h := newHarness(t)
+	const frozenAfter = 500 * time.Millisecond
+	r := h.retrainer(func(c *RetrainerConfig) { c.FrozenAfter = frozenAfter })
+	long := time.Now().Add(-10 * frozenAfter)
+	for _, tc := range []struct {
+		name       string
+		next, end  int64
+		moved      time.Time
+		refitting  bool
+		refitEnded time.Time
+		frozen     bool
+	}{
+		{"still behind the end", 5, 10, long, false, time.Time{}, true},
+		{"moved lately", 5, 10, time.Now(), false, time.Time{}, false},
+		{"at the end", 10, 10, long, false, time.Time{}, false},
+		{"a refit running", 5, 10, long, true, time.Time{}, false},
+		{"a refit just ended", 5, 10, long, false, time.Now(), false},
+		{"a refit ended long ago", 5, 10, long, false, long, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r.follows.mu.Lock()
+			r.follows.parts = map[int]*partitionFollow{0: {next: tc.next, end: tc.end, moved: tc.moved}}
+			r.follows.refitting, r.follows.refitEnded = tc.refitting, tc.refitEnded
+			r.follows.mu.Unlock()
+			why, frozen := r.stalled()
+			if frozen != tc.frozen || frozen && !strings.Contains(why, "window frozen: partition 0") {
+				t.Fatalf("stalled() = %q, %v; want frozen %v", why, frozen, tc.frozen)
+			}
+		})
 	}
 }

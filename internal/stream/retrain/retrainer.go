@@ -113,10 +113,15 @@ type RetrainerConfig struct {
 	// frozen-window check; <= 0: 10 s.
 	ReachCheck time.Duration
 	// FrozenAfter is how long the retrainer's position in a partition may
-	// stay still while the partition ends beyond it before Ready says the
-	// window is frozen (readiness.go); <= 0: DefaultFrozenAfter.
+	// stay still while the partition ends beyond it, no refit running,
+	// before Ready says the window is frozen (readiness.go); <= 0:
+	// DefaultFrozenAfter.
 	FrozenAfter time.Duration
-	Obs         service.Observability
+	// RefitTimeout bounds one refit: a fit still running then is
+	// cancelled and counted as failed (ErrRefitTimeout), and the window
+	// moves on. <= 0: DefaultRefitTimeout.
+	RefitTimeout time.Duration
+	Obs          service.Observability
 }
 
 // Retrainer keeps a window of the training topic and refits, evaluates and
@@ -301,6 +306,9 @@ func NewRetrainer(cfg RetrainerConfig) (*Retrainer, error) {
 	}
 	if cfg.FrozenAfter <= 0 {
 		cfg.FrozenAfter = DefaultFrozenAfter
+	}
+	if cfg.RefitTimeout <= 0 {
+		cfg.RefitTimeout = DefaultRefitTimeout
 	}
 	if cfg.MinBags <= 0 {
 		cfg.MinBags = 20
@@ -892,10 +900,19 @@ func featurizerKey(f *media.Featurizer) string {
 func (r *Retrainer) Refit(ctx context.Context) (RefitResult, error) {
 	r.refitMu.Lock()
 	defer r.refitMu.Unlock()
-	res, err := (&refit{r: r}).run(ctx)
+	fitCtx, cancel := context.WithTimeoutCause(ctx, r.cfg.RefitTimeout,
+		fmt.Errorf("%w: still running after %v", ErrRefitTimeout, r.cfg.RefitTimeout))
+	defer cancel()
+	r.refitting(true)
+	res, err := (&refit{r: r}).run(fitCtx)
+	r.refitting(false)
 	res.At = time.Now().UTC()
 	if err != nil && ctx.Err() != nil {
 		return res, err // shutting down: not a failure of the refit
+	}
+	if err != nil && fitCtx.Err() != nil {
+		// The fit says "context deadline exceeded"; the cause says why.
+		err = fmt.Errorf("%w (%w)", context.Cause(fitCtx), err)
 	}
 	result := resultKept
 	switch {
