@@ -518,11 +518,17 @@ func (c *Cluster) anyRunning() bool {
 }
 
 // newClusterID is what kafka-storage random-uuid prints: 16 random bytes,
-// base64url without padding.
+// base64url without padding, drawn again when it would start with '-'
+// (as Kafka's Uuid.randomUuid does): kafka-storage's argument parser reads
+// "-t -abc..." as a missing value and a flag, and one format in 64 failed.
 func newClusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // freePort returns a loopback port that is free now, chosen below the
