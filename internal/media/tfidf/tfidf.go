@@ -168,9 +168,10 @@ func Weighted(inner models.Kind) models.Kind {
 		if rank < 0 {
 			return nil, fmt.Errorf("%w: %s=%d, want at least 0", models.ErrBadInput, ParamRank, rank)
 		}
+		data := w.weighAll(train)
 		if rank > 0 {
 			var xs []mil.SparseVec
-			for _, b := range w.transform(train).Bags {
+			for _, b := range data.Bags {
 				xs = append(xs, b.Sparse...)
 			}
 			basis, err := FitBasis(ctx, xs, rank, rand.New(rand.NewPCG(uint64(opt.Seed), 0x6c7361)))
@@ -178,6 +179,10 @@ func Weighted(inner models.Kind) models.Kind {
 				return nil, fmt.Errorf("%s fit: %w", k.Name, err)
 			}
 			w.basis = &basis
+			data.Dim = basis.Rank
+			for i := range data.Bags {
+				w.project(&data.Bags[i])
+			}
 		}
 		opt.Params = innerParams(opt.Params)
 		if opt.Warm != nil {
@@ -187,7 +192,7 @@ func Weighted(inner models.Kind) models.Kind {
 				opt.Warm = nil
 			}
 		}
-		m, err := inner.Fit(ctx, w.transform(train), opt)
+		m, err := inner.Fit(ctx, data, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -303,26 +308,33 @@ func (w *weightedModel) Annotate(ctx context.Context, b *mil.Bag, mode models.Mo
 		return models.Annotation{}, fmt.Errorf("%w: %w", models.ErrBadInput, err)
 	}
 	c := *b
-	w.reweigh(&c)
+	w.weigh(&c)
+	w.project(&c)
 	return w.model.Annotate(ctx, &c, mode)
 }
 
-// reweigh replaces b's instances (b is a copy) by their weighted form, and
-// with a basis by their coordinates in it.
-func (w *weightedModel) reweigh(b *mil.Bag) {
+// weigh replaces b's instances (b is a copy) by their weighted sparse
+// form.
+func (w *weightedModel) weigh(b *mil.Bag) {
 	vs := sparseOf(b)
 	ws := make([]mil.SparseVec, len(vs))
 	for i, v := range vs {
 		ws[i] = w.idf.Apply(v, w.useIDF, w.l2)
 	}
+	b.Sparse, b.Instances = ws, nil
+}
+
+// project replaces the weighted passages of b (weigh's) by their
+// coordinates in the basis, when there is one.
+func (w *weightedModel) project(b *mil.Bag) {
 	if w.basis == nil {
-		b.Sparse, b.Instances = ws, nil
 		return
 	}
-	b.Instances, b.Sparse = make([][]float64, len(ws)), nil
-	for i, v := range ws {
+	b.Instances = make([][]float64, len(b.Sparse))
+	for i, v := range b.Sparse {
 		b.Instances[i] = w.basis.Project(v)
 	}
+	b.Sparse = nil
 }
 
 // sparseOf returns b's instances in sparse form: a text featurizer's bags
@@ -339,15 +351,12 @@ func sparseOf(b *mil.Bag) []mil.SparseVec {
 	return out
 }
 
-// transform returns d as the inner kind takes it: every passage weighted,
-// and with a basis its coordinates (bags copied).
-func (w *weightedModel) transform(d *mil.Dataset) *mil.Dataset {
+// weighAll returns d with every passage weighted (bags copied), what
+// the basis is fitted on and projects.
+func (w *weightedModel) weighAll(d *mil.Dataset) *mil.Dataset {
 	out := &mil.Dataset{Name: d.Name, Classes: d.Classes, Dim: d.Dim, Bags: make([]mil.Bag, len(d.Bags))}
-	if w.basis != nil {
-		out.Dim = w.basis.Rank
-	}
 	for i, b := range d.Bags {
-		w.reweigh(&b)
+		w.weigh(&b)
 		out.Bags[i] = b
 	}
 	return out
