@@ -87,7 +87,7 @@ func FitBasis(ctx context.Context, xs []mil.SparseVec, rank int, rng *rand.Rand)
 			omega.Set(i, c, rng.NormFloat64())
 		}
 	}
-	q := orthonormal(a.mul(omega), 1) // n × l
+	q := orthonormal(a.mul(omega)) // n × l
 	for range lsaPowerIters {
 		if err := ctx.Err(); err != nil {
 			return Basis{}, err
@@ -95,14 +95,14 @@ func FitBasis(ctx context.Context, xs []mil.SparseVec, rank int, rng *rand.Rand)
 		// Orthonormalizing on the short side only: one step of AAᵀ
 		// squares the singular values' ratios, far from what float64
 		// loses, and the m-side basis would cost m/n times more.
-		q = orthonormal(a.mul(a.tmul(q)), 1)
+		q = orthonormal(a.mul(a.tmul(q)))
 	}
-	q = orthonormal(q, 1) // the second pass of CholeskyQR2 on the last
+	q = orthonormal(q) // a second pass on the last repairs its rounding (CholeskyQR2)
 	// B = Qᵀ A (l × m): its right singular vectors are A's on Q's range,
 	// the eigenvectors of BᵀB, which are Bᵀ's orthonormalized by the
-	// eigenvectors of the small BBᵀ (orthonormal's one pass, whose columns
+	// eigenvectors of the small BBᵀ (orthonormal, whose columns
 	// come in ascending order of singular value).
-	u := orthonormal(a.tmul(q), 1) // m × l
+	u := orthonormal(a.tmul(q)) // m × l
 	_, lu := u.Dims()
 	rank = min(rank, lu)
 	rows := make([]byte, 0, 4*m*rank)
@@ -210,38 +210,34 @@ func (a csr) tmul(y *mat.Dense) *mat.Dense {
 // orthonormal returns an orthonormal basis of y's column space by the
 // eigenvectors of the small Gram matrix yᵀy (so O(rows·cols²), where a
 // full QR's Q would be rows × rows): Q = y W Λ^(-1/2), its columns in
-// ascending order of eigenvalue. passes 2 is CholeskyQR2: a second pass
-// repairs what rounding left of the first. Directions whose eigenvalue is
-// below 1e-12 of the largest are dropped, so the basis may have fewer
-// columns than y.
-func orthonormal(y *mat.Dense, passes int) *mat.Dense {
-	for range passes {
-		var g mat.SymDense
-		g.SymOuterK(1, y.T())
-		var eig mat.EigenSym
-		if !eig.Factorize(&g, true) {
-			return y
-		}
-		vals := eig.Values(nil)
-		var vecs mat.Dense
-		eig.VectorsTo(&vecs)
-		top := slices.Max(vals)
-		var keep []int
-		for c, v := range vals {
-			if v > 1e-12*top && v > 0 {
-				keep = append(keep, c)
-			}
-		}
-		w := mat.NewDense(len(vals), max(len(keep), 1), nil)
-		for t, c := range keep {
-			s := 1 / math.Sqrt(vals[c])
-			for i := range len(vals) {
-				w.Set(i, t, vecs.At(i, c)*s)
-			}
-		}
-		var q mat.Dense
-		q.Mul(y, w)
-		y = &q
+// ascending order of eigenvalue. Directions whose eigenvalue is below
+// 1e-12 of the largest are dropped, so the basis may have fewer columns
+// than y.
+func orthonormal(y *mat.Dense) *mat.Dense {
+	var g mat.SymDense
+	g.SymOuterK(1, y.T())
+	var eig mat.EigenSym
+	if !eig.Factorize(&g, true) {
+		return y
 	}
-	return y
+	vals := eig.Values(nil)
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	top := slices.Max(vals)
+	var keep []int
+	for c, v := range vals {
+		if v > 1e-12*top && v > 0 {
+			keep = append(keep, c)
+		}
+	}
+	w := mat.NewDense(len(vals), max(len(keep), 1), nil)
+	for t, c := range keep {
+		s := 1 / math.Sqrt(vals[c])
+		for i := range len(vals) {
+			w.Set(i, t, vecs.At(i, c)*s)
+		}
+	}
+	var q mat.Dense
+	q.Mul(y, w)
+	return &q
 }
