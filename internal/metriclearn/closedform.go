@@ -80,13 +80,18 @@ func (w *Whitener) Project(x mat.Matrix) *mat.Dense {
 }
 
 // Solve returns (XᵀX)† B for a d×k matrix B.
-func (w *Whitener) Solve(b mat.Matrix) *mat.Dense {
+func (w *Whitener) Solve(b mat.Matrix) *mat.Dense { return w.SolveRidge(b, 0) }
+
+// SolveRidge returns (XᵀX + λI)⁻¹ B restricted to the row space of X, which
+// is the whole answer when B = XᵀJ lies in that space (the closed form);
+// λ = 0 is Solve.
+func (w *Whitener) SolveRidge(b mat.Matrix, lambda float64) *mat.Dense {
 	var t mat.Dense
 	t.Mul(w.V.T(), b)
 	for c, l := range w.Lambda {
 		row := t.RawRowView(c)
 		for j := range row {
-			row[j] /= l
+			row[j] /= l + lambda
 		}
 	}
 	var out mat.Dense
@@ -173,11 +178,39 @@ func TrainSets(sets []*mat.Dense, labels [][]int, k int) (*mat.Dense, error) {
 
 // TrainWith is Train with the Gram factorization already computed.
 func TrainWith(w *Whitener, x *mat.Dense, labels []int, k int) (*mat.Dense, error) {
+	return trainWith(w, x, labels, k, 0)
+}
+
+// TrainRidge is Train with a ridge: L = (XᵀX + λI)⁻¹ Xᵀ J with λ = ridge
+// times the mean squared norm of a row of X, so that ridge does not depend
+// on the scale of the features. ridge = 0 is Train, the paper's
+// pseudo-inverse, which interpolates the training rows when they are fewer
+// than the features; see RidgeScale.
+func TrainRidge(x *mat.Dense, labels []int, k int, ridge float64) (*mat.Dense, error) {
+	n, _ := x.Dims()
+	if n != len(labels) {
+		return nil, fmt.Errorf("mlca: %d rows but %d labels", n, len(labels))
+	}
+	if n == 0 {
+		return nil, ErrNoData
+	}
+	w, err := NewWhitener(Gram(x), n)
+	if err != nil {
+		return nil, err
+	}
+	tr := 0.0
+	for _, l := range w.Lambda {
+		tr += l
+	}
+	return trainWith(w, x, labels, k, ridge*tr/float64(n))
+}
+
+func trainWith(w *Whitener, x *mat.Dense, labels []int, k int, lambda float64) (*mat.Dense, error) {
 	xtj, err := ClassSums(x, labels, k)
 	if err != nil {
 		return nil, err
 	}
-	return w.Solve(xtj), nil
+	return w.SolveRidge(xtj, lambda), nil
 }
 
 // ClassSums returns Xᵀ J (d×k): column c is the sum of the rows of cluster c

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/mimlstream/mimlstream/internal/mil"
+
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -43,23 +45,27 @@ type FeatureMap struct {
 
 // Center subtracts the column means from phi (Φ of the training rows) in
 // place and records them, so that later maps are centred the same way.
-func (f *FeatureMap) Center(phi *mat.Dense) {
-	n, s := phi.Dims()
-	f.Mean = make([]float64, s)
+func (f *FeatureMap) Center(phi *mat.Dense) { f.Mean = CenterColumns(phi) }
+
+// CenterColumns subtracts the column means from x in place and returns them.
+func CenterColumns(x *mat.Dense) []float64 {
+	n, s := x.Dims()
+	mean := make([]float64, s)
 	for i := 0; i < n; i++ {
-		for j, v := range phi.RawRowView(i) {
-			f.Mean[j] += v
+		for j, v := range x.RawRowView(i) {
+			mean[j] += v
 		}
 	}
-	for j := range f.Mean {
-		f.Mean[j] /= float64(n)
+	for j := range mean {
+		mean[j] /= float64(n)
 	}
 	for i := 0; i < n; i++ {
-		row := phi.RawRowView(i)
+		row := x.RawRowView(i)
 		for j := range row {
-			row[j] -= f.Mean[j]
+			row[j] -= mean[j]
 		}
 	}
+	return mean
 }
 
 // NewFeatureMap builds the map for the given training instances. landmarks
@@ -270,7 +276,12 @@ type Projection struct {
 	OutDim    int         `json:"out_dim"`
 	Landmarks [][]float64 `json:"landmarks,omitempty"`
 	Map       [][]float64 `json:"map,omitempty"`
-	Offset    []float64   `json:"offset,omitempty"`
+	// Rows, when present, names the input feature of each row of Map, in
+	// ascending order, the others' rows being zero: a map learned on sparse
+	// passages keeps the features seen in training only, a few tens of
+	// thousands of the 2^17 (TrainSparse). Linear kernel only.
+	Rows   []int32   `json:"rows,omitempty"`
+	Offset []float64 `json:"offset,omitempty"`
 }
 
 func (p *Projection) validate() error {
@@ -283,6 +294,17 @@ func (p *Projection) validate() error {
 		return fmt.Errorf("mlca: projection dims %d→%d", p.InDim, p.OutDim)
 	}
 	rows := p.InDim
+	if p.Rows != nil {
+		if p.Kernel != KernelLinear || p.Map == nil {
+			return fmt.Errorf("mlca: projection rows need a linear map")
+		}
+		for i, j := range p.Rows {
+			if j < 0 || int(j) >= p.InDim || (i > 0 && j <= p.Rows[i-1]) {
+				return fmt.Errorf("mlca: projection row %d names feature %d (input dim %d, ascending)", i, j, p.InDim)
+			}
+		}
+		rows = len(p.Rows)
+	}
 	if p.Kernel != KernelLinear {
 		if len(p.Landmarks) == 0 || p.Gamma <= 0 {
 			return fmt.Errorf("mlca: kernel projection without landmarks or gamma")
@@ -329,6 +351,16 @@ func (p *Projection) apply(x, dst, scratch []float64) {
 			in = scratch
 		}
 		clear(dst)
+		if p.Rows != nil {
+			for r, i := range p.Rows {
+				if v := in[i]; v != 0 {
+					for c, w := range p.Map[r] {
+						dst[c] += v * w
+					}
+				}
+			}
+			break
+		}
 		for i, v := range in {
 			if v == 0 {
 				continue
@@ -341,4 +373,53 @@ func (p *Projection) apply(x, dst, scratch []float64) {
 	for c, o := range p.Offset {
 		dst[c] -= o
 	}
+}
+
+// applySparse writes g(x) into dst for a sparse instance: the same map as
+// apply on x densified, in O(nnz) for a linear map (a merge of x's indices
+// with Rows when the map keeps only seen features).
+func (p *Projection) applySparse(x mil.SparseVec, dst, scratch []float64) {
+	if p.Kernel != KernelLinear || p.Map == nil {
+		dense := make([]float64, p.InDim)
+		for i, j := range x.Idx {
+			dense[j] = x.Val[i]
+		}
+		p.apply(dense, dst, scratch)
+		return
+	}
+	clear(dst)
+	r := 0
+	for i, j := range x.Idx {
+		row := int(j)
+		if p.Rows != nil {
+			for r < len(p.Rows) && p.Rows[r] < j {
+				r++
+			}
+			if r == len(p.Rows) {
+				break
+			}
+			if p.Rows[r] != j {
+				continue
+			}
+			row = r
+		}
+		if v := x.Val[i]; v != 0 {
+			for c, w := range p.Map[row] {
+				dst[c] += v * w
+			}
+		}
+	}
+	for c, o := range p.Offset {
+		dst[c] -= o
+	}
+}
+
+// project writes g of instance j of b into dst, whichever form b holds its
+// instances in.
+func (p *Projection) project(b *mil.Bag, j int, dst, scratch []float64) {
+	if b.IsSparse() {
+		p.applySparse(b.Sparse[j], dst, scratch)
+		return
+	}
+	p.apply(b.Instances[j], dst, scratch)
 }

@@ -60,7 +60,7 @@ func FitSupervised(ctx context.Context, kind string, train *mil.Dataset, opt mod
 	}
 	var w *mat.Dense
 	if cfg.Metric == MetricLearned {
-		if w, err = Train(phi, labels, k); err != nil {
+		if w, err = TrainRidge(phi, labels, k, cfg.Ridge); err != nil {
 			return nil, fmt.Errorf("%s fit: %w", kind, err)
 		}
 	}

@@ -2,7 +2,7 @@
 // features, learned from the passages a model is fitted on and stored in
 // the model (Weighted wraps any kind so), so that the stream that
 // featurizes documents (package text) keeps no vocabulary state; and, for
-// a kind with no sparse path, the latent semantic basis (Basis) of those
+// a kind with no sparse path, the latent semantic basis (lsa.Basis) of those
 // passages it is fitted on instead of 2^17 densified features. It is
 // apart from package text because ingest, which featurizes, must not link
 // the models.
@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mimlstream/mimlstream/internal/lsa"
 	"github.com/mimlstream/mimlstream/internal/media"
 	"github.com/mimlstream/mimlstream/internal/media/text"
 	"github.com/mimlstream/mimlstream/internal/mil"
@@ -130,7 +131,7 @@ const (
 // read as sparse.
 //
 // With ParamRank above 0 the inner kind is fitted on the passages'
-// coordinates in a latent semantic basis (Basis) learned from the same
+// coordinates in a latent semantic basis (lsa.Basis) learned from the same
 // weighted training passages and stored beside the IDF: the default for a
 // kind with no sparse path (Kind.Sparse false), which would otherwise get
 // the hashed features densified, and a choice for the others.
@@ -174,7 +175,7 @@ func Weighted(inner models.Kind) models.Kind {
 			for _, b := range data.Bags {
 				xs = append(xs, b.Sparse...)
 			}
-			basis, err := FitBasis(ctx, xs, rank, rand.New(rand.NewPCG(uint64(opt.Seed), 0x6c7361)))
+			basis, err := lsa.FitBasis(ctx, xs, rank, rand.New(rand.NewPCG(uint64(opt.Seed), 0x6c7361)))
 			if err != nil {
 				return nil, fmt.Errorf("%s fit: %w", k.Name, err)
 			}
@@ -205,7 +206,7 @@ func Weighted(inner models.Kind) models.Kind {
 			return nil, fmt.Errorf("decode %s: %w", k.Name, err)
 		}
 		if s.Basis != nil {
-			if err := s.Basis.validate(); err != nil {
+			if err := s.Basis.Validate(); err != nil {
 				return nil, fmt.Errorf("decode %s: %w", k.Name, err)
 			}
 		}
@@ -271,7 +272,7 @@ type weightedModel struct {
 	model  models.Model
 	// basis, when set, maps the weighted passages to the dense
 	// coordinates the inner model takes; dim is the passages' own.
-	basis *Basis
+	basis *lsa.Basis
 	dim   int
 }
 
@@ -281,7 +282,7 @@ type weightedState struct {
 	IDF       IDF             `json:"idf"`
 	UseIDF    bool            `json:"use_idf"`
 	L2        bool            `json:"l2"`
-	Basis     *Basis          `json:"basis,omitempty"`
+	Basis     *lsa.Basis      `json:"basis,omitempty"`
 	Dim       int             `json:"dim,omitempty"`
 	InnerMeta models.Meta     `json:"inner_meta"`
 	Inner     json.RawMessage `json:"inner"`

@@ -86,7 +86,9 @@ func TestWeightedRoundTrip(t *testing.T) {
 		{baseline.SLRKind(), models.Params{"iters": "50", "l2": "0.01"}, 0},
 		// A sparse path, and a basis asked for.
 		{baseline.SLRKind(), models.Params{"iters": "50", "l2": "0.01", ParamRank: "2"}, 2},
-		// No sparse path: fitted on a latent semantic basis.
+		// MIMLCA's sparse path (a basis of its own for the assignment,
+		// the metric on the passages), and the same kind on a basis.
+		{mimlca.Kind(), models.Params{"select": "none"}, 0},
 		{mimlca.Kind(), models.Params{"select": "none", ParamRank: "3"}, 3},
 	} {
 		t.Run(fmt.Sprintf("%s/rank=%d", tc.inner.Name, tc.rank), func(t *testing.T) { testWeightedRoundTrip(t, d, tc.inner, tc.params, tc.rank) })

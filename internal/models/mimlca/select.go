@@ -236,7 +236,8 @@ func fitGroup(ctx context.Context, train *mil.Dataset, cands []models.Params, g 
 	return ms, nil
 }
 
-// fitSelected runs Select on DefaultGrid() and refits the winner on all of
+// fitSelected runs Select on DefaultGrid() (on sparse passages, with the
+// capacity fixed to passageCapacity) and refits the winner on all of
 // train with opt.Seed, so the model equals a direct fit with the chosen
 // parameters; Meta().Params records the choice and its inner score.
 func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions) (*metriclearn.Model, Result, error) {
@@ -245,7 +246,11 @@ func fitSelected(ctx context.Context, train *mil.Dataset, opt models.FitOptions)
 		return nil, Result{}, err
 	}
 	k := c.selFolds
-	cands := DefaultGrid().Candidates(opt.Params)
+	grid := DefaultGrid()
+	if len(train.Bags) > 0 && train.Bags[0].IsSparse() {
+		grid.Capacity = []int{passageCapacity(train)}
+	}
+	cands := grid.Candidates(opt.Params)
 	// Reject bad shared parameters before paying for the inner folds.
 	for _, p := range cands {
 		if _, err := metriclearn.ParseConfig(p); err != nil {

@@ -1,4 +1,4 @@
-package tfidf
+package lsa
 
 import (
 	"context"

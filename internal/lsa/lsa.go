@@ -1,4 +1,7 @@
-package tfidf
+// Package lsa holds the latent semantic basis of sparse passages: a
+// randomized truncated SVD that gives the kinds without a sparse path
+// (and MIMLCA's assignment step) a few hundred dense coordinates per passage.
+package lsa
 
 import (
 	"context"
@@ -156,8 +159,8 @@ func (b Basis) project(x mil.SparseVec) []float64 {
 	return out
 }
 
-// validate checks a decoded basis.
-func (b Basis) validate() error {
+// Validate checks a decoded basis.
+func (b Basis) Validate() error {
 	if b.Rank < 1 || len(b.Rows) != 4*b.Rank*len(b.Idx) || !slices.IsSorted(b.Idx) {
 		return fmt.Errorf("lsa basis: rank %d, %d features, %d bytes of rows", b.Rank, len(b.Idx), len(b.Rows))
 	}
