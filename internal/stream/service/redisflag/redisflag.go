@@ -93,17 +93,62 @@ func (c *Config) RegisterAs(fs *flag.FlagSet, name, addrUsage string) {
 		addrUsage = "Redis `address`: host:port, a redis:// or rediss:// URL, or a comma-separated list of Redis Cluster nodes"
 	}
 	fs.StringVar(&c.Addr, f(""), c.Addr, addrUsage)
-	fs.BoolVar(&c.Cluster, f("cluster"), c.Cluster, "use the Redis Cluster protocol (implied by more than one address in --"+f("")+")")
-	fs.StringVar(&c.Username, f("username"), c.Username, "Redis ACL user")
-	fs.StringVar(&c.Password, f("password"), c.Password, "Redis password (prefer the environment variable or --"+f("password-file")+": a flag is visible in the process list)")
-	fs.StringVar(&c.PasswordFile, f("password-file"), c.PasswordFile, "`file` holding the Redis password (trailing newline ignored)")
-	fs.IntVar(&c.DB, f("db"), c.DB, "Redis database number (a cluster has only 0)")
-	fs.BoolVar(&c.TLS, f("tls"), c.TLS, "connect to Redis over TLS (implied by the other --"+f("tls")+"-* flags and by a rediss:// URL)")
-	fs.StringVar(&c.TLSCA, f("tls-ca"), c.TLSCA, "PEM `file` of the CAs that sign the Redis servers' certificates (default: the system pool)")
-	fs.StringVar(&c.TLSCert, f("tls-cert"), c.TLSCert, "PEM `file` of the client certificate, for servers that require one (tls-auth-clients)")
-	fs.StringVar(&c.TLSKey, f("tls-key"), c.TLSKey, "PEM `file` of the client certificate's private key")
-	fs.StringVar(&c.TLSServerName, f("tls-server-name"), c.TLSServerName, "name expected in the servers' certificates (default: the host of each address)")
-	fs.BoolVar(&c.TLSInsecure, f("tls-insecure"), c.TLSInsecure, "do not verify the Redis certificates (test clusters only: anyone on the path can read and alter the traffic)")
+	for _, s := range c.settings() {
+		s.register(fs, f(s.name))
+	}
+}
+
+// setting is one connection flag besides the address: its name under the
+// Redis's name, the field it sets (one of str, on, num) and its usage.
+type setting struct {
+	name  string
+	str   *string
+	on    *bool
+	num   *int
+	usage string
+}
+
+// settings lists c's connection flags besides the address, once for
+// RegisterAs, which registers them, and CheckOptional, which refuses them
+// without an address.
+func (c *Config) settings() []setting {
+	f := c.flagName
+	return []setting{
+		{name: "cluster", on: &c.Cluster, usage: "use the Redis Cluster protocol (implied by more than one address in --" + f("") + ")"},
+		{name: "username", str: &c.Username, usage: "Redis ACL user"},
+		{name: "password", str: &c.Password, usage: "Redis password (prefer the environment variable or --" + f("password-file") + ": a flag is visible in the process list)"},
+		{name: "password-file", str: &c.PasswordFile, usage: "`file` holding the Redis password (trailing newline ignored)"},
+		{name: "db", num: &c.DB, usage: "Redis database number (a cluster has only 0)"},
+		{name: "tls", on: &c.TLS, usage: "connect to Redis over TLS (implied by the other --" + f("tls") + "-* flags and by a rediss:// URL)"},
+		{name: "tls-ca", str: &c.TLSCA, usage: "PEM `file` of the CAs that sign the Redis servers' certificates (default: the system pool)"},
+		{name: "tls-cert", str: &c.TLSCert, usage: "PEM `file` of the client certificate, for servers that require one (tls-auth-clients)"},
+		{name: "tls-key", str: &c.TLSKey, usage: "PEM `file` of the client certificate's private key"},
+		{name: "tls-server-name", str: &c.TLSServerName, usage: "name expected in the servers' certificates (default: the host of each address)"},
+		{name: "tls-insecure", on: &c.TLSInsecure, usage: "do not verify the Redis certificates (test clusters only: anyone on the path can read and alter the traffic)"},
+	}
+}
+
+func (s setting) register(fs *flag.FlagSet, name string) {
+	switch {
+	case s.str != nil:
+		fs.StringVar(s.str, name, *s.str, s.usage)
+	case s.on != nil:
+		fs.BoolVar(s.on, name, *s.on, s.usage)
+	default:
+		fs.IntVar(s.num, name, *s.num, s.usage)
+	}
+}
+
+// given reports whether the setting differs from its zero value.
+func (s setting) given() bool {
+	switch {
+	case s.str != nil:
+		return *s.str != ""
+	case s.on != nil:
+		return *s.on
+	default:
+		return *s.num != 0
+	}
 }
 
 // CheckOptional checks the settings of a Redis that may be left out (an
@@ -114,17 +159,9 @@ func (c Config) CheckOptional() error {
 		_, err := c.Options()
 		return err
 	}
-	for _, s := range []struct {
-		setting string
-		given   bool
-	}{
-		{"cluster", c.Cluster}, {"username", c.Username != ""}, {"password", c.Password != ""},
-		{"password-file", c.PasswordFile != ""}, {"db", c.DB != 0}, {"tls", c.TLS}, {"tls-ca", c.TLSCA != ""},
-		{"tls-cert", c.TLSCert != ""}, {"tls-key", c.TLSKey != ""}, {"tls-server-name", c.TLSServerName != ""},
-		{"tls-insecure", c.TLSInsecure},
-	} {
-		if s.given {
-			return cli.Usagef("--%s is given without --%s", c.flagName(s.setting), c.flagName(""))
+	for _, s := range c.settings() {
+		if s.given() {
+			return cli.Usagef("--%s is given without --%s", c.flagName(s.name), c.flagName(""))
 		}
 	}
 	return nil
