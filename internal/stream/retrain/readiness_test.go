@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/mimlstream/mimlstream/internal/mil"
 	"github.com/mimlstream/mimlstream/internal/models"
 	"github.com/mimlstream/mimlstream/internal/testsupport/streamtest"
@@ -124,5 +127,54 @@ func TestStalledReportsAStillPartition(t *testing.T) {
 				t.Fatalf("stalled() = %q, %v; want frozen %v", why, frozen, tc.frozen)
 			}
 		})
+	}
+}
+
+// TestFrozenWindowGauge: the frozen window Ready reports is exported as
+// mimlstream.retrainer.window_frozen (1 frozen, 0 not), for the alert
+// rule MimlstreamRetrainerWindowFrozen.
+func TestFrozenWindowGauge(t *testing.T) {
+	h := newHarness(t)
+	reader := sdkmetric.NewManualReader()
+	const frozenAfter = 500 * time.Millisecond
+	r := h.retrainer(func(c *RetrainerConfig) {
+		c.FrozenAfter = frozenAfter
+		c.Obs.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	})
+	gauge := func() int64 {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != "mimlstream.retrainer.window_frozen" {
+					continue
+				}
+				g, ok := m.Data.(metricdata.Gauge[int64])
+				if !ok || len(g.DataPoints) != 1 {
+					t.Fatalf("window_frozen: %#v", m.Data)
+				}
+				return g.DataPoints[0].Value
+			}
+		}
+		t.Fatal("window_frozen not exported")
+		return 0
+	}
+	for _, tc := range []struct {
+		name  string
+		moved time.Time
+		want  int64
+	}{
+		{"frozen", time.Now().Add(-10 * frozenAfter), 1},
+		{"moving", time.Now(), 0},
+	} {
+		r.follows.mu.Lock()
+		r.follows.parts = map[int]*partitionFollow{0: {next: 5, end: 10, moved: tc.moved}}
+		r.follows.mu.Unlock()
+		if got := gauge(); got != tc.want {
+			t.Errorf("%s: window_frozen %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

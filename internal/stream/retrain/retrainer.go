@@ -357,6 +357,9 @@ func (r *Retrainer) initMetrics() error {
 	errs = append(errs, err)
 	loss, err := mt.Float64ObservableGauge("mimlstream.retrainer.heldout_hamming_loss", metric.WithDescription("Held-out Hamming loss of the last candidate and of the model it was compared with."))
 	errs = append(errs, err)
+	frozen, err := mt.Int64ObservableGauge("mimlstream.retrainer.window_frozen",
+		metric.WithDescription("1 while the training window cannot move (the training topic missing, or a partition ending beyond the retrainer's offset, unmoved for --frozen-after with no refit running; /readyz says which), else 0."))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -371,6 +374,11 @@ func (r *Retrainer) initMetrics() error {
 	}
 	_, err = mt.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(window, int64(r.Len()))
+		stuck := int64(0)
+		if _, ok := r.stalled(); ok {
+			stuck = 1
+		}
+		o.ObserveInt64(frozen, stuck)
 		res := r.Results()
 		if len(res) == 0 {
 			return nil
@@ -383,7 +391,7 @@ func (r *Retrainer) initMetrics() error {
 			o.ObserveFloat64(loss, v, metric.WithAttributes(attribute.String("model", "current")))
 		}
 		return nil
-	}, window, loss)
+	}, window, loss, frozen)
 	return err
 }
 
