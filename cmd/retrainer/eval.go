@@ -205,6 +205,13 @@ func evalMain(ctx context.Context, e *env, f evalFlags) error {
 			}
 			_ = bar.Set(done) // a progress bar that cannot draw is no reason to stop
 		}
+	} else {
+		// No bar beside JSON (scripts read stdout, often with stderr in
+		// the same log); a line per fit says a long run is moving.
+		start := time.Now()
+		cfg.Progress = func(done, total int) {
+			e.logger.Info("fit done", "done", done, "of", total, "seconds", time.Since(start).Seconds())
+		}
 	}
 
 	var result any

@@ -164,6 +164,22 @@ func TestEvalJSON(t *testing.T) {
 	}
 }
 
+// TestEvalJSONLogsEachFit: with --json there is no progress bar, but a log
+// line per fit tells a long run is moving.
+func TestEvalJSONLogsEachFit(t *testing.T) {
+	path := writeData(t, 6)
+	e, _, errOut := testEnv()
+	e.logger = slog.New(slog.NewTextHandler(errOut, nil))
+	if code := run(context.Background(), e, []string{"eval", "--data", path, "--model", "echo", "--folds", "3", "--json"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for done := 1; done <= 3; done++ {
+		if want := fmt.Sprintf(`msg="fit done" done=%d of=3`, done); !strings.Contains(errOut.String(), want) {
+			t.Errorf("no %q on stderr:\n%s", want, errOut)
+		}
+	}
+}
+
 func TestEvalTransductiveTable(t *testing.T) {
 	path := writeData(t, 6)
 	code, stdout, stderr := runArgs(t, "eval", "--data", path, "--model", "echo", "--mode", "transductive", "--repeats", "2")
