@@ -280,8 +280,10 @@ func learn(ctx context.Context, train *mil.Dataset, cfg metriclearn.Config, o Op
 // tens of thousands of features and far fewer rows. Step 1 would then be
 // vacuous (U Uᵀ = X X† = I when the passages are linearly independent, as
 // with a kernel: see doc.go), so the adapted k-means runs on the whitened
-// coordinates of a rank-AssignRank latent semantic basis of the passages;
-// the metric (steps 9-11) is learned on the passages themselves, by the
+// coordinates of a rank-AssignRank latent semantic basis of the passages,
+// every passage assignable (passageCapacity); the assignment is refined
+// once (reassign, unless RefineRidge is 0); the metric (steps 9-11) is
+// learned on the passages themselves, by the
 // ridge closed form solved with conjugate gradients (TrainSparse), and
 // keeps only the features seen in training.
 func learnSparse(ctx context.Context, labeled *mil.Dataset, bags []Bag, cfg metriclearn.Config, o Options, opt models.FitOptions, rng *rand.Rand) (learned, error) {
