@@ -54,22 +54,7 @@ const (
 // passages or of seen features is cut to the smaller of the two.
 func FitBasis(ctx context.Context, xs []mil.SparseVec, rank int, rng *rand.Rand) (Basis, error) {
 	// Compress the columns to the seen features.
-	seen := map[int32]int{}
-	for _, x := range xs {
-		for k, j := range x.Idx {
-			if x.Val[k] != 0 {
-				seen[j] = 0
-			}
-		}
-	}
-	idx := make([]int32, 0, len(seen))
-	for j := range seen {
-		idx = append(idx, j)
-	}
-	slices.Sort(idx)
-	for c, j := range idx {
-		seen[j] = c
-	}
+	idx, seen := mil.SeenFeatures(xs)
 	n, m := len(xs), len(idx)
 	if m == 0 {
 		return Basis{}, errNoFeatures

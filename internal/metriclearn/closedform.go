@@ -115,18 +115,7 @@ func Gram(x mat.Matrix) *mat.SymDense {
 //
 // It costs O(nd²) (one Gram pass) plus O(d³): linear in n, independent of k.
 func Train(x *mat.Dense, labels []int, k int) (*mat.Dense, error) {
-	n, _ := x.Dims()
-	if n != len(labels) {
-		return nil, fmt.Errorf("mlca: %d rows but %d labels", n, len(labels))
-	}
-	if n == 0 {
-		return nil, ErrNoData
-	}
-	w, err := NewWhitener(Gram(x), n)
-	if err != nil {
-		return nil, err
-	}
-	return TrainWith(w, x, labels, k)
+	return TrainRidge(x, labels, k, 0)
 }
 
 // TrainSets is the multi-set training of the paper (Section 3.3, spec §2.3):
@@ -185,7 +174,7 @@ func TrainWith(w *Whitener, x *mat.Dense, labels []int, k int) (*mat.Dense, erro
 // times the mean squared norm of a row of X, so that ridge does not depend
 // on the scale of the features. ridge = 0 is Train, the paper's
 // pseudo-inverse, which interpolates the training rows when they are fewer
-// than the features; see RidgeScale.
+// than the features (hence SparseRidge on passages).
 func TrainRidge(x *mat.Dense, labels []int, k int, ridge float64) (*mat.Dense, error) {
 	n, _ := x.Dims()
 	if n != len(labels) {

@@ -51,26 +51,15 @@ func TrainSparse(ctx context.Context, xs []mil.SparseVec, sel, labels []int, k, 
 		return Projection{}, ErrNeedsRidge
 	}
 	// Compress the columns to the features seen in xs.
-	col := map[int32]int{}
-	for _, x := range xs {
-		for _, j := range x.Idx {
-			col[j] = 0
-		}
-	}
-	rows := make([]int32, 0, len(col))
-	for j := range col {
-		rows = append(rows, j)
-	}
-	slices.Sort(rows)
-	for c, j := range rows {
-		col[j] = c
-	}
+	rows, col := mil.SeenFeatures(xs)
 	m := len(rows)
 	mu := make([]float64, m)
 	if center {
 		for _, x := range xs {
 			for i, j := range x.Idx {
-				mu[col[j]] += x.Val[i]
+				if x.Val[i] != 0 {
+					mu[col[j]] += x.Val[i]
+				}
 			}
 		}
 		for c := range mu {
@@ -81,11 +70,13 @@ func TrainSparse(ctx context.Context, xs []mil.SparseVec, sel, labels []int, k, 
 	q := make([]int, k)
 	for r, j := range sel {
 		x := xs[j]
-		a.cols[r] = make([]int, len(x.Idx))
+		// Explicit zeros (not seen) are left out, as by SeenFeatures.
 		for i, f := range x.Idx {
-			a.cols[r][i] = col[f]
+			if x.Val[i] != 0 {
+				a.cols[r] = append(a.cols[r], col[f])
+				a.vals[r] = append(a.vals[r], x.Val[i])
+			}
 		}
-		a.vals[r] = x.Val
 		if l := labels[r]; l < 0 || l >= k {
 			return Projection{}, fmt.Errorf("mlca: label %d of row %d outside 0..%d", l, r, k-1)
 		}

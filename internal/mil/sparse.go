@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // SparseVec is one instance in compressed form: the features at Idx (0-based,
@@ -14,6 +15,30 @@ import (
 type SparseVec struct {
 	Idx []int32   `json:"idx"`
 	Val []float64 `json:"val"`
+}
+
+// SeenFeatures returns the features some x has a non-zero value for,
+// ascending, and the column of each in that list: what a dense matrix over
+// the seen features only (a few tens of thousands of text's 2^17) indexes
+// its columns by.
+func SeenFeatures(xs []SparseVec) (idx []int32, col map[int32]int) {
+	col = map[int32]int{}
+	for _, x := range xs {
+		for k, j := range x.Idx {
+			if x.Val[k] != 0 {
+				col[j] = 0
+			}
+		}
+	}
+	idx = make([]int32, 0, len(col))
+	for j := range col {
+		idx = append(idx, j)
+	}
+	slices.Sort(idx)
+	for c, j := range idx {
+		col[j] = c
+	}
+	return idx, col
 }
 
 // ErrSparse marks a malformed sparse instance (index order, range or

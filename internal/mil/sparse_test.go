@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -122,5 +123,29 @@ func TestDensified(t *testing.T) {
 	}
 	if dd.Densified() != dd {
 		t.Fatal("Densified of a dense dataset should return it")
+	}
+}
+
+func TestSeenFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []SparseVec
+		want []int32
+	}{
+		{"none", nil, []int32{}},
+		{"union ascending", []SparseVec{{Idx: []int32{7, 9}, Val: []float64{1, 2}}, {Idx: []int32{2, 9}, Val: []float64{3, 4}}}, []int32{2, 7, 9}},
+		{"explicit zeros left out", []SparseVec{{Idx: []int32{1, 4}, Val: []float64{0, 5}}}, []int32{4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx, col := SeenFeatures(tc.xs)
+			if !slices.Equal(idx, tc.want) || len(col) != len(idx) {
+				t.Fatalf("SeenFeatures = %v (%d columns), want %v", idx, len(col), tc.want)
+			}
+			for c, j := range idx {
+				if col[j] != c {
+					t.Fatalf("col[%d] = %d, want %d", j, col[j], c)
+				}
+			}
+		})
 	}
 }

@@ -66,24 +66,6 @@ func passages(rng *rand.Rand, n, topics int) *mil.Dataset {
 	return ds
 }
 
-func transductiveAccuracy(t *testing.T, m models.Model, bags []mil.Bag) float64 {
-	t.Helper()
-	right, total := 0, 0
-	for i := range bags {
-		a, err := m.Annotate(context.Background(), &bags[i], models.Transductive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, y := range bags[i].InstanceLabels {
-			if a.InstanceLabels[j] == y {
-				right++
-			}
-			total++
-		}
-	}
-	return float64(right) / float64(total)
-}
-
 // TestSparseFitAnnotatesPassages fits MIMLCA on sparse passages from bag
 // labels only and checks the passages' topics come back, inductively on
 // held-out documents and transductively, with the data's defaults (the α
@@ -123,7 +105,7 @@ func TestSparseFitAnnotatesPassages(t *testing.T) {
 			if acc := modeltest.InductiveAccuracy(t, m, test.Bags); acc < 0.95 {
 				t.Errorf("held-out passage accuracy %.3f", acc)
 			}
-			if acc := transductiveAccuracy(t, m, train.Bags); acc < 0.97 {
+			if acc := modeltest.TransductiveAccuracy(t, m, train.Bags); acc < 0.97 {
 				t.Errorf("transductive passage accuracy %.3f", acc)
 			}
 		})

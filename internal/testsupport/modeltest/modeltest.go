@@ -44,11 +44,25 @@ func NonNegative(ds *mil.Dataset) *mil.Dataset {
 // annotation error.
 func InductiveAccuracy(t testing.TB, m models.Model, bags []mil.Bag) float64 {
 	t.Helper()
+	return accuracy(t, m, bags, models.Inductive)
+}
+
+// TransductiveAccuracy is InductiveAccuracy with every bag's label set
+// known (models.Transductive).
+func TransductiveAccuracy(t testing.TB, m models.Model, bags []mil.Bag) float64 {
+	t.Helper()
+	return accuracy(t, m, bags, models.Transductive)
+}
+
+func accuracy(t testing.TB, m models.Model, bags []mil.Bag, mode models.Mode) float64 {
+	t.Helper()
 	right, total := 0, 0
 	for i := range bags {
 		b := bags[i]
-		b.Labels = nil
-		a, err := m.Annotate(context.Background(), &b, models.Inductive)
+		if mode == models.Inductive {
+			b.Labels = nil
+		}
+		a, err := m.Annotate(context.Background(), &b, mode)
 		if err != nil {
 			t.Fatalf("bag %s: %v", b.ID, err)
 		}
